@@ -1,0 +1,117 @@
+//! How a ledger is opened: bounds on creation (rule S2) and connection settings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+
+/// How hard SQLite syncs to disk on commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// `PRAGMA synchronous=FULL`: a commit that returned survives power loss. The default: a
+    /// committed revocation must not come undone.
+    #[default]
+    Full,
+    /// `PRAGMA synchronous=NORMAL`: in WAL mode a commit survives a crash of the process but
+    /// may be lost on power loss. Faster; for tests and throwaway ledgers.
+    Normal,
+}
+
+/// Settings for [`Ledger::open_with`](crate::Ledger::open_with).
+///
+/// ```
+/// use session_ledger::Config;
+/// let config = Config::default().max_depth(8).max_live_children(10);
+/// assert_eq!(config.max_depth, 8);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The deepest a created session may be (a root is at depth 0). Default 64.
+    pub max_depth: u32,
+    /// The most live created children one creator may have at once. Default 50.
+    pub max_live_children: u32,
+    /// The most sessions one creator may create within [`Config::rate_window`]. Default 200.
+    pub max_creations_per_window: u32,
+    /// The length of the creation-rate window. Default 60 seconds.
+    pub rate_window: Duration,
+    /// How long a writer waits for another writer before giving up. Default 30 seconds.
+    pub busy_timeout: Duration,
+    /// The sync mode. Default [`Synchronous::Full`].
+    pub synchronous: Synchronous,
+    /// The most pooled connections. Default 8.
+    pub pool_size: u32,
+    /// Create and initialize the file when it does not exist. Default true; the CLI turns it
+    /// off for every command but `init` and `demo`.
+    pub create_if_missing: bool,
+    /// The clock read by every operation. Default the system clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_depth: 64,
+            max_live_children: 50,
+            max_creations_per_window: 200,
+            rate_window: Duration::from_secs(60),
+            busy_timeout: Duration::from_secs(30),
+            synchronous: Synchronous::Full,
+            pool_size: 8,
+            create_if_missing: true,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl Config {
+    /// Sets [`Config::max_depth`].
+    pub fn max_depth(mut self, depth: u32) -> Config {
+        self.max_depth = depth;
+        self
+    }
+
+    /// Sets [`Config::max_live_children`].
+    pub fn max_live_children(mut self, n: u32) -> Config {
+        self.max_live_children = n;
+        self
+    }
+
+    /// Sets the creation-rate bound: at most `n` creations per creator within `window`.
+    pub fn creation_rate(mut self, n: u32, window: Duration) -> Config {
+        self.max_creations_per_window = n;
+        self.rate_window = window;
+        self
+    }
+
+    /// Sets [`Config::busy_timeout`].
+    pub fn busy_timeout(mut self, timeout: Duration) -> Config {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Config::synchronous`].
+    pub fn synchronous(mut self, mode: Synchronous) -> Config {
+        self.synchronous = mode;
+        self
+    }
+
+    /// Sets [`Config::pool_size`].
+    pub fn pool_size(mut self, n: u32) -> Config {
+        self.pool_size = n.max(1);
+        self
+    }
+
+    /// Sets [`Config::create_if_missing`].
+    pub fn create_if_missing(mut self, create: bool) -> Config {
+        self.create_if_missing = create;
+        self
+    }
+
+    /// Sets the clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Config {
+        self.clock = clock;
+        self
+    }
+}

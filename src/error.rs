@@ -1,0 +1,263 @@
+//! The ledger's error type.
+//!
+//! Errors come in three kinds, and callers should branch on the variant, never on the message:
+//!
+//! * **the caller's mistake**: a malformed id, an unknown or ended session, an id already used,
+//!   nothing to raise. Nothing was changed and nothing was written.
+//! * **a refusal by a bound** (rule S2): the create was well-formed but would exceed a limit.
+//!   Nothing was created; the refusal itself was recorded in the audit trail.
+//! * **the database**: a file that is not a ledger, a schema newer than this build, a read-only
+//!   file, a broken invariant found in the data, or a storage failure underneath.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A specialized `Result` for ledger operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why an id was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdProblem {
+    /// The id is the empty string.
+    Empty,
+    /// The id is longer than [`MAX_ID_LEN`](crate::MAX_ID_LEN) bytes.
+    TooLong,
+    /// The id does not start with an ASCII letter or digit.
+    BadStart,
+    /// The id holds a character outside `[A-Za-z0-9._:-]`.
+    BadCharacter,
+    /// The id has the form `sub-<parent>-<n>`, which is reserved for spawned sub-agents and
+    /// cannot be given to a created session.
+    ReservedSpawnedForm,
+}
+
+impl fmt::Display for IdProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IdProblem::Empty => "it is empty",
+            IdProblem::TooLong => "it is longer than 128 characters",
+            IdProblem::BadStart => "it must start with an ASCII letter or digit",
+            IdProblem::BadCharacter => "only ASCII letters, digits and . _ : - are allowed",
+            IdProblem::ReservedSpawnedForm => {
+                "ids of the form sub-<parent>-<n> are reserved for spawned sub-agents"
+            }
+        })
+    }
+}
+
+/// Everything that can go wrong in a ledger operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A session id (or the creator's id) is malformed.
+    #[error("invalid session id {id:?}: {problem}")]
+    InvalidId {
+        /// The rejected id, as given.
+        id: String,
+        /// What is wrong with it.
+        problem: IdProblem,
+    },
+
+    /// An actor name is malformed (1 to 64 characters from `[A-Za-z0-9._:@-]`).
+    #[error("invalid actor name {0:?}: use 1 to 64 ASCII letters, digits or . _ : @ -")]
+    InvalidActor(String),
+
+    /// A taint class name is not one of `public`, `private`, `secret`.
+    #[error("unknown taint class {0:?}: expected public, private or secret")]
+    InvalidTaint(String),
+
+    /// The session does not exist (and, where that applies, is not a spawned id of a known one).
+    #[error("no session {0:?} in the ledger")]
+    UnknownSession(String),
+
+    /// The session has ended; it stays as a tombstone and cannot act.
+    #[error("session {0:?} has ended")]
+    SessionEnded(String),
+
+    /// The id is or was in use; ids are never reused.
+    #[error("session id {0:?} exists or existed; ids are never reused")]
+    SessionExists(String),
+
+    /// A raise named neither a taint class nor the untrusted flag.
+    #[error("nothing to raise: give a taint class, the untrusted flag, or both")]
+    NothingToRaise,
+
+    /// Refused (rule S2): the child would be deeper than the configured maximum depth.
+    #[error("refused: {child:?} would be at depth {depth}, deeper than the maximum {max}")]
+    DepthLimit {
+        /// The id that was refused.
+        child: String,
+        /// The depth it would have had.
+        depth: u32,
+        /// The configured maximum depth.
+        max: u32,
+    },
+
+    /// Refused (rule S2): the creator already has the maximum number of live children.
+    #[error("refused: {creator:?} already has {live} live children, the maximum is {max}")]
+    ChildLimit {
+        /// The creator.
+        creator: String,
+        /// Its live children now.
+        live: u32,
+        /// The configured maximum.
+        max: u32,
+    },
+
+    /// Refused (rule S2): the creator made too many sessions within the rate window.
+    #[error("refused: {creator:?} created {count} sessions in the last {window_secs}s, the maximum is {max}")]
+    RateLimit {
+        /// The creator.
+        creator: String,
+        /// Sessions it created within the window.
+        count: u32,
+        /// The configured maximum within one window.
+        max: u32,
+        /// The window's length in seconds.
+        window_secs: u64,
+    },
+
+    /// There is no ledger at the path and the ledger was opened without creating one.
+    #[error("no ledger at {0} (create one with `session-ledger init`)")]
+    NoLedger(PathBuf),
+
+    /// The file exists but is not a session ledger; it was left untouched.
+    #[error("{0} is not a session-ledger database; it was left untouched")]
+    NotALedger(PathBuf),
+
+    /// The ledger was written by a newer version of this software; it was left untouched.
+    #[error("the ledger's schema is version {found}, newer than the {supported} this build supports; upgrade session-ledger (the file was left untouched)")]
+    SchemaTooNew {
+        /// The schema version recorded in the file.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+
+    /// The ledger file (or its directory) cannot be written.
+    #[error("the ledger at {0} is read-only")]
+    ReadOnly(PathBuf),
+
+    /// The data breaks one of the ledger's invariants; the file needs inspection.
+    #[error("ledger invariant broken: {0}")]
+    Corruption(String),
+
+    /// The storage underneath failed (I/O, locking, SQL).
+    #[error("storage error: {0}")]
+    Storage(#[from] StorageError),
+}
+
+/// A failure of the storage underneath the ledger, kept opaque so the public API does not
+/// depend on one database engine.
+#[derive(Debug)]
+pub struct StorageError {
+    inner: StorageErrorInner,
+}
+
+#[derive(Debug)]
+enum StorageErrorInner {
+    Sqlite(rusqlite::Error),
+    Pool(r2d2::Error),
+    Migration(refinery::Error),
+    Io(std::io::Error),
+}
+
+impl StorageError {
+    /// True when the failure was the database being busy or locked by another writer for
+    /// longer than the busy timeout.
+    pub fn is_busy(&self) -> bool {
+        match &self.inner {
+            StorageErrorInner::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
+        match &self.inner {
+            StorageErrorInner::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            StorageErrorInner::Sqlite(e) => write!(f, "sqlite: {e}"),
+            StorageErrorInner::Pool(e) => write!(f, "connection pool: {e}"),
+            StorageErrorInner::Migration(e) => write!(f, "migration: {e}"),
+            StorageErrorInner::Io(e) => write!(f, "i/o: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.inner {
+            StorageErrorInner::Sqlite(e) => Some(e),
+            StorageErrorInner::Pool(e) => Some(e),
+            StorageErrorInner::Migration(e) => Some(e),
+            StorageErrorInner::Io(e) => Some(e),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Storage(StorageError {
+            inner: StorageErrorInner::Sqlite(e),
+        })
+    }
+}
+
+impl From<r2d2::Error> for Error {
+    fn from(e: r2d2::Error) -> Self {
+        Error::Storage(StorageError {
+            inner: StorageErrorInner::Pool(e),
+        })
+    }
+}
+
+impl From<refinery::Error> for Error {
+    fn from(e: refinery::Error) -> Self {
+        Error::Storage(StorageError {
+            inner: StorageErrorInner::Migration(e),
+        })
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Storage(StorageError {
+            inner: StorageErrorInner::Io(e),
+        })
+    }
+}
+
+impl Error {
+    /// True for a refusal by one of the creation bounds of rule S2.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Error::DepthLimit { .. } | Error::ChildLimit { .. } | Error::RateLimit { .. }
+        )
+    }
+
+    /// True when the error is the caller's mistake (bad input, unknown or ended session).
+    pub fn is_caller_error(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidId { .. }
+                | Error::InvalidActor(_)
+                | Error::InvalidTaint(_)
+                | Error::UnknownSession(_)
+                | Error::SessionEnded(_)
+                | Error::SessionExists(_)
+                | Error::NothingToRaise
+        )
+    }
+}

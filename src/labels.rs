@@ -1,0 +1,165 @@
+//! Labels: what a session may have seen.
+//!
+//! A label is a taint class on the ordered lattice `public < private < secret` and an
+//! `untrusted` flag. Labels only rise (rule L1): a raise takes the higher class and ORs the flag.
+//! A session is **materialized** once its label has been written; a child is not materialized
+//! at birth, and its first read copies the label of its nearest materialized ancestor (rule L2).
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// A taint class. The order is the lattice order: `Public < Private < Secret`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Taint {
+    /// Has seen only public data.
+    Public,
+    /// Has seen private data; the default.
+    Private,
+    /// Has seen secret data.
+    Secret,
+}
+
+impl Taint {
+    /// The word stored in the database and printed by the CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Taint::Public => "public",
+            Taint::Private => "private",
+            Taint::Secret => "secret",
+        }
+    }
+}
+
+impl fmt::Display for Taint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Taint {
+    type Err = Error;
+
+    /// Parses `public`, `private` or `secret` (exactly, lower case).
+    fn from_str(s: &str) -> Result<Taint, Error> {
+        match s {
+            "public" => Ok(Taint::Public),
+            "private" => Ok(Taint::Private),
+            "secret" => Ok(Taint::Secret),
+            _ => Err(Error::InvalidTaint(s.to_owned())),
+        }
+    }
+}
+
+/// A label: a taint class and the untrusted flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Label {
+    /// The taint class.
+    pub taint: Taint,
+    /// Whether the session has read untrusted data.
+    pub untrusted: bool,
+}
+
+impl Default for Label {
+    /// `private` and trusted: the label of a root and of any id the ledger does not know.
+    fn default() -> Label {
+        Label {
+            taint: Taint::Private,
+            untrusted: false,
+        }
+    }
+}
+
+impl Label {
+    /// The least label at least as high as both: the higher class, and the flags ORed.
+    ///
+    /// ```
+    /// use session_ledger::{Label, Taint};
+    /// let a = Label { taint: Taint::Secret, untrusted: false };
+    /// let b = Label { taint: Taint::Public, untrusted: true };
+    /// assert_eq!(a.join(b), Label { taint: Taint::Secret, untrusted: true });
+    /// ```
+    pub fn join(self, other: Label) -> Label {
+        Label {
+            taint: self.taint.max(other.taint),
+            untrusted: self.untrusted || other.untrusted,
+        }
+    }
+
+    /// True when `self` is at least as high as `other` on both components.
+    pub fn dominates(self, other: Label) -> bool {
+        self.taint >= other.taint && (self.untrusted || !other.untrusted)
+    }
+}
+
+/// How a stored label came to be written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "how", rename_all = "lowercase")]
+pub enum Materialized {
+    /// A root's label, written with the default when it was opened.
+    Born,
+    /// Copied from an ancestor on first read or first raise.
+    Inherited {
+        /// The ancestor whose label was copied.
+        from: String,
+    },
+}
+
+/// The answer to "what is this session's label?".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LabelState {
+    /// The session asked about.
+    pub session: String,
+    /// Its taint class.
+    pub taint: Taint,
+    /// Whether it has read untrusted data.
+    pub untrusted: bool,
+    /// False when the ledger does not know the id at all (rule L4): the label is the default
+    /// and nothing was written.
+    pub known: bool,
+    /// How the label was first written; `None` when `known` is false.
+    pub materialized: Option<Materialized>,
+    /// When the label was first written.
+    #[serde(serialize_with = "crate::clock::serialize_opt_ts")]
+    pub materialized_at: Option<DateTime<Utc>>,
+    /// When the label was last raised, if ever.
+    #[serde(serialize_with = "crate::clock::serialize_opt_ts")]
+    pub raised_at: Option<DateTime<Utc>>,
+}
+
+impl LabelState {
+    /// The label itself.
+    pub fn label(&self) -> Label {
+        Label {
+            taint: self.taint,
+            untrusted: self.untrusted,
+        }
+    }
+}
+
+/// What a raise asks for: a class to raise to, the untrusted flag, or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Raise {
+    /// Raise the taint class to at least this.
+    pub taint: Option<Taint>,
+    /// Set the untrusted flag.
+    pub untrusted: bool,
+}
+
+/// The result of a raise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RaiseOutcome {
+    /// The session raised.
+    pub session: String,
+    /// The label before the raise (after any first-read inheritance).
+    pub before: Label,
+    /// The label after it.
+    pub after: Label,
+    /// False when the label already dominated the request: nothing was written.
+    pub changed: bool,
+}

@@ -1,0 +1,526 @@
+//! The [`Ledger`] handle: owns the connection pool and every transaction.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::Transaction;
+use serde_json::json;
+
+use crate::audit::{AuditEntry, AuditQuery, LEDGER_ACTOR};
+use crate::clock::format_ts;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::labels::{Label, LabelState, Raise, RaiseOutcome, Taint};
+use crate::sessions::{
+    spawned_chain, validate_actor, validate_id, validate_new_id, Origin, Session, TreeEntry,
+};
+use crate::storage::{self, Storage};
+
+/// An open ledger. Cheap to share: wrap it in an `Arc` and call it from many threads; each call
+/// takes a pooled connection for its duration.
+///
+/// Every write is one `BEGIN IMMEDIATE` transaction holding the change and its audit rows.
+#[derive(Debug)]
+pub struct Ledger {
+    storage: Storage,
+    config: Config,
+}
+
+fn assert_send_sync<T: Send + Sync>() {}
+const _: fn() = assert_send_sync::<Ledger>;
+
+impl Ledger {
+    /// Opens the ledger at `path` with the default [`Config`], creating and migrating the file
+    /// if needed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotALedger`] for a file that is some other database or not a database,
+    /// [`Error::SchemaTooNew`] for a ledger written by a newer build, [`Error::ReadOnly`] when
+    /// the file cannot be written; in each case the file is left untouched.
+    /// [`Error::Storage`] when the file cannot be opened at all.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let ledger = session_ledger::Ledger::open(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("conductor", "alice")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Ledger> {
+        Ledger::open_with(path, Config::default())
+    }
+
+    /// Opens the ledger at `path` with `config`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::open`], and [`Error::NoLedger`] when the file does not exist and
+    /// [`Config::create_if_missing`] is false.
+    pub fn open_with(path: impl AsRef<Path>, config: Config) -> Result<Ledger> {
+        let storage = Storage::open(path.as_ref(), &config)?;
+        Ok(Ledger { storage, config })
+    }
+
+    /// The ledger's file.
+    pub fn path(&self) -> &Path {
+        self.storage.path()
+    }
+
+    /// The settings it was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn now(&self) -> String {
+        format_ts(self.config.clock.now())
+    }
+
+    /// Records a root session: no creator, depth 0, born with the default label (`private`,
+    /// trusted).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] or [`Error::InvalidActor`] for malformed input (ids of the spawned
+    /// form `sub-<parent>-<n>` are reserved), [`Error::SessionExists`] when the id is or was in
+    /// use. Nothing is written in either case.
+    pub fn create_root(&self, id: &str, actor: &str) -> Result<Session> {
+        validate_new_id(id)?;
+        validate_actor(actor)?;
+        let now = self.now();
+        self.storage.write(|tx| {
+            if storage::sessions::get(tx, id)?.is_some() {
+                return Err(Error::SessionExists(id.to_owned()));
+            }
+            storage::sessions::insert(tx, id, None, 0, Origin::Root, &now)?;
+            storage::labels::insert_born(tx, id, &now)?;
+            storage::audit::append(tx, &now, actor, "session.root", Some(id), &json!({}))?;
+            fetch(tx, id)
+        })
+    }
+
+    /// Records a session created by the live session `creator`, within the bounds of rule S2.
+    /// The child is not materialized: its first read inherits its label (rule L2).
+    ///
+    /// `creator` may be a spawned id the ledger has not seen yet; it is recorded first.
+    ///
+    /// # Errors
+    ///
+    /// Caller mistakes, with nothing written: [`Error::InvalidId`], [`Error::InvalidActor`],
+    /// [`Error::UnknownSession`] (no such creator), [`Error::SessionEnded`] (the creator
+    /// ended), [`Error::SessionExists`] (the id is or was in use).
+    ///
+    /// Refusals, with nothing created and one `session.create_refused` audit row written:
+    /// [`Error::DepthLimit`], [`Error::ChildLimit`], [`Error::RateLimit`].
+    pub fn create_child(&self, id: &str, creator: &str, actor: &str) -> Result<Session> {
+        validate_new_id(id)?;
+        validate_id(creator)?;
+        validate_actor(actor)?;
+        let now_time = self.config.clock.now();
+        let now = format_ts(now_time);
+        self.storage.write(|tx| {
+            let parent = resolve(tx, creator, &now)?
+                .ok_or_else(|| Error::UnknownSession(creator.to_owned()))?;
+            if !parent.is_live() {
+                return Err(Error::SessionEnded(creator.to_owned()));
+            }
+            if storage::sessions::get(tx, id)?.is_some() {
+                return Err(Error::SessionExists(id.to_owned()));
+            }
+            let depth = parent.depth + 1;
+            if let Some((refusal, detail)) = self.check_bounds(tx, id, creator, depth, now_time)? {
+                storage::audit::append(
+                    tx,
+                    &now,
+                    actor,
+                    "session.create_refused",
+                    Some(id),
+                    &detail,
+                )?;
+                return Ok(Err(refusal));
+            }
+            storage::sessions::insert(tx, id, Some(creator), depth, Origin::Created, &now)?;
+            storage::audit::append(
+                tx,
+                &now,
+                actor,
+                "session.create",
+                Some(id),
+                &json!({ "creator": creator, "depth": depth }),
+            )?;
+            fetch(tx, id).map(Ok)
+        })?
+    }
+
+    /// The bounds of rule S2, checked under the write lock. Returns the refusal and the detail
+    /// of its audit row, or `None` when the create may go ahead.
+    fn check_bounds(
+        &self,
+        tx: &Transaction<'_>,
+        id: &str,
+        creator: &str,
+        depth: u32,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<(Error, serde_json::Value)>> {
+        let c = &self.config;
+        if depth > c.max_depth {
+            return Ok(Some((
+                Error::DepthLimit {
+                    child: id.to_owned(),
+                    depth,
+                    max: c.max_depth,
+                },
+                json!({ "creator": creator, "reason": "depth_limit", "depth": depth, "limit": c.max_depth }),
+            )));
+        }
+        let live = storage::sessions::live_created_children(tx, creator)?;
+        if live >= c.max_live_children {
+            return Ok(Some((
+                Error::ChildLimit {
+                    creator: creator.to_owned(),
+                    live,
+                    max: c.max_live_children,
+                },
+                json!({ "creator": creator, "reason": "child_limit", "live_children": live, "limit": c.max_live_children }),
+            )));
+        }
+        let window = chrono::TimeDelta::from_std(c.rate_window).unwrap_or(chrono::TimeDelta::MAX);
+        let since = now
+            .checked_sub_signed(window)
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+        let count = storage::sessions::created_since(tx, creator, &format_ts(since))?;
+        if count >= c.max_creations_per_window {
+            return Ok(Some((
+                Error::RateLimit {
+                    creator: creator.to_owned(),
+                    count,
+                    max: c.max_creations_per_window,
+                    window_secs: c.rate_window.as_secs(),
+                },
+                json!({ "creator": creator, "reason": "rate_limit", "created_in_window": count,
+                        "limit": c.max_creations_per_window, "window_secs": c.rate_window.as_secs() }),
+            )));
+        }
+        Ok(None)
+    }
+
+    /// The session's label.
+    ///
+    /// * A materialized session: its stored label, read without writing.
+    /// * A created child not yet materialized (rule L2): one recursive CTE walks `created_by` up
+    ///   to the nearest materialized ancestor; the child and every unmaterialized session on
+    ///   that path get its label, in one IMMEDIATE transaction, with a `label.inherit` audit row
+    ///   each. Two threads reading the same child at once both see that label; it is written once.
+    /// * A spawned id `sub-<parent>-<n>` with no row (rule L3): the parsed parent chain is
+    ///   recorded as rows (including a missing middle child), then inherits as above.
+    /// * Any other unknown id (rule L4), or a spawned id none of whose parsed ancestors exists:
+    ///   the default label (`private`, trusted) with `known: false`; nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`] for a malformed id; [`Error::Storage`] when the database fails.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use session_ledger::{Ledger, Raise, Taint};
+    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("conductor", "alice")?;
+    /// ledger.raise("conductor", Raise { taint: Some(Taint::Secret), untrusted: false }, "alice")?;
+    /// ledger.create_child("worker", "conductor", "alice")?;
+    /// assert_eq!(ledger.state("worker")?.taint, Taint::Secret);
+    /// assert_eq!(ledger.state("sub-worker-1")?.taint, Taint::Secret);
+    /// assert!(!ledger.state("stranger")?.known);
+    /// # Ok(()) }
+    /// ```
+    pub fn state(&self, id: &str) -> Result<LabelState> {
+        validate_id(id)?;
+        if let Some(stored) = self.storage.read(|c| storage::labels::get(c, id))? {
+            return Ok(stored);
+        }
+        let anchored = self.storage.read(|c| {
+            for ancestor in spawned_chain(id) {
+                if storage::sessions::get(c, ancestor)?.is_some() {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })?;
+        if !anchored {
+            return Ok(unknown(id));
+        }
+        let now = self.now();
+        let stored = self.storage.write(|tx| materialize(tx, id, &now))?;
+        Ok(stored.unwrap_or_else(|| unknown(id)))
+    }
+
+    /// The session's stored label, without materializing anything: `None` when the session is
+    /// not materialized (or not recorded). For displays that must not write; to know a
+    /// session's label, use [`Ledger::state`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`]; [`Error::Storage`].
+    pub fn stored_label(&self, id: &str) -> Result<Option<LabelState>> {
+        validate_id(id)?;
+        self.storage.read(|c| storage::labels::get(c, id))
+    }
+
+    /// Raises the session's label (rule L1): the higher taint class, and the untrusted flag
+    /// ORed. An unmaterialized session inherits first (rule L5), so a raise cannot skip an
+    /// ancestor's taint. A raise that would change nothing writes nothing.
+    ///
+    /// Ended sessions can be raised: a label records what the session saw, and its spawned
+    /// children may still be read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`], [`Error::InvalidActor`], [`Error::NothingToRaise`], and
+    /// [`Error::UnknownSession`] for an id that is neither recorded nor a spawned id of a
+    /// recorded session. Nothing is written in any of these cases.
+    pub fn raise(&self, id: &str, raise: Raise, actor: &str) -> Result<RaiseOutcome> {
+        validate_id(id)?;
+        validate_actor(actor)?;
+        if raise.taint.is_none() && !raise.untrusted {
+            return Err(Error::NothingToRaise);
+        }
+        let requested = Label {
+            taint: raise.taint.unwrap_or(Taint::Public),
+            untrusted: raise.untrusted,
+        };
+        let now = self.now();
+        self.storage.write(|tx| {
+            let stored =
+                materialize(tx, id, &now)?.ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+            let before = stored.label();
+            let after = before.join(requested);
+            let changed = after != before;
+            if changed {
+                storage::labels::raise(tx, id, after, &now)?;
+                storage::audit::append(
+                    tx,
+                    &now,
+                    actor,
+                    "label.raise",
+                    Some(id),
+                    &json!({ "before": before, "after": after }),
+                )?;
+            }
+            Ok(RaiseOutcome {
+                session: id.to_owned(),
+                before,
+                after,
+                changed,
+            })
+        })
+    }
+
+    /// Ends a live session. It stays in the ledger as a tombstone: its id is never reused and
+    /// its lineage and label remain readable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`], [`Error::InvalidActor`], [`Error::UnknownSession`],
+    /// [`Error::SessionEnded`] when it already ended. Nothing is written in these cases.
+    pub fn end(&self, id: &str, actor: &str) -> Result<Session> {
+        validate_id(id)?;
+        validate_actor(actor)?;
+        let now = self.now();
+        self.storage.write(|tx| {
+            let session = storage::sessions::get(tx, id)?
+                .ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+            if !session.is_live() {
+                return Err(Error::SessionEnded(id.to_owned()));
+            }
+            storage::sessions::end(tx, id, &now)?;
+            storage::audit::append(tx, &now, actor, "session.end", Some(id), &json!({}))?;
+            fetch(tx, id)
+        })
+    }
+
+    /// The recorded session with this id, or `None`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`]; [`Error::Storage`].
+    pub fn session(&self, id: &str) -> Result<Option<Session>> {
+        validate_id(id)?;
+        self.storage.read(|c| storage::sessions::get(c, id))
+    }
+
+    /// The creators of `id`, nearest first, ending with its root. Empty for a root.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    pub fn ancestors(&self, id: &str) -> Result<Vec<Session>> {
+        self.require(id)?;
+        self.storage.read(|c| storage::sessions::ancestors(c, id))
+    }
+
+    /// The sessions `id` created or spawned (that the ledger has recorded), oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    pub fn children(&self, id: &str) -> Result<Vec<Session>> {
+        self.require(id)?;
+        self.storage.read(|c| storage::sessions::children(c, id))
+    }
+
+    /// The subtree of `id` (itself and every recorded descendant, created or spawned, at any
+    /// depth), in depth-first order with children oldest first, each with its depth below `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    pub fn subtree(&self, id: &str) -> Result<Vec<TreeEntry>> {
+        self.require(id)?;
+        let rows = self.storage.read(|c| storage::sessions::subtree(c, id))?;
+        Ok(depth_first(rows, &[id.to_owned()]))
+    }
+
+    /// Every recorded session as a forest: each root's subtree in turn, depth-first, roots in
+    /// the order they were opened.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Storage`].
+    pub fn forest(&self) -> Result<Vec<TreeEntry>> {
+        let rows = self.storage.read(storage::sessions::all)?;
+        let roots: Vec<String> = rows
+            .iter()
+            .filter(|s| s.created_by.is_none())
+            .map(|s| s.id.clone())
+            .collect();
+        Ok(depth_first(rows, &roots))
+    }
+
+    /// The audit rows matching `query`, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Storage`]; [`Error::Corruption`] for a row the library cannot read back.
+    pub fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        self.storage.read(|c| storage::audit::list(c, query))
+    }
+
+    fn require(&self, id: &str) -> Result<Session> {
+        self.session(id)?
+            .ok_or_else(|| Error::UnknownSession(id.to_owned()))
+    }
+}
+
+fn unknown(id: &str) -> LabelState {
+    let label = Label::default();
+    LabelState {
+        session: id.to_owned(),
+        taint: label.taint,
+        untrusted: label.untrusted,
+        known: false,
+        materialized: None,
+        materialized_at: None,
+        raised_at: None,
+    }
+}
+
+fn fetch(tx: &Transaction<'_>, id: &str) -> Result<Session> {
+    storage::sessions::get(tx, id)?
+        .ok_or_else(|| Error::Corruption(format!("session {id:?} vanished inside its transaction")))
+}
+
+/// Finds `id` inside a write transaction, recording it (and any missing spawned ancestors) when
+/// it is a spawned id of a recorded session. `None` when it is neither.
+fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<Session>> {
+    if let Some(session) = storage::sessions::get(tx, id)? {
+        return Ok(Some(session));
+    }
+    let chain = spawned_chain(id);
+    let mut anchor = None;
+    for (i, ancestor) in chain.iter().enumerate().skip(1) {
+        if let Some(session) = storage::sessions::get(tx, ancestor)? {
+            anchor = Some((i, session));
+            break;
+        }
+    }
+    let Some((top, anchor)) = anchor else {
+        return Ok(None);
+    };
+    let mut depth = anchor.depth;
+    for i in (0..top).rev() {
+        depth += 1;
+        let (child, parent) = (chain[i], chain[i + 1]);
+        storage::sessions::insert(tx, child, Some(parent), depth, Origin::Spawned, now)?;
+        storage::audit::append(
+            tx,
+            now,
+            LEDGER_ACTOR,
+            "session.spawn",
+            Some(child),
+            &json!({ "created_by": parent, "depth": depth }),
+        )?;
+    }
+    fetch(tx, id).map(Some)
+}
+
+/// Rules L2 and L3 inside a write transaction: the stored label of `id`, materializing it (and
+/// its unmaterialized path, and for a spawned id its missing rows) first if needed. `None` when
+/// `id` is unknown and not a spawned id of a recorded session.
+fn materialize(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<LabelState>> {
+    if let Some(stored) = storage::labels::get(tx, id)? {
+        return Ok(Some(stored));
+    }
+    if resolve(tx, id, now)?.is_none() {
+        return Ok(None);
+    }
+    for written in storage::labels::materialize_path(tx, id, now)? {
+        storage::audit::append(
+            tx,
+            now,
+            LEDGER_ACTOR,
+            "label.inherit",
+            Some(&written.session),
+            &json!({
+                "from": written.from,
+                "taint": written.label.taint,
+                "untrusted": written.label.untrusted,
+            }),
+        )?;
+    }
+    storage::labels::get(tx, id)?
+        .map(Some)
+        .ok_or_else(|| Error::Corruption(format!("{id:?} has no materialized ancestor")))
+}
+
+/// Orders `rows` depth-first from `tops`, children in the order given.
+fn depth_first(rows: Vec<Session>, tops: &[String]) -> Vec<TreeEntry> {
+    let mut by_id: HashMap<String, Session> = HashMap::with_capacity(rows.len());
+    let mut children: HashMap<String, Vec<String>> = HashMap::new();
+    for s in rows {
+        if let Some(parent) = &s.created_by {
+            children
+                .entry(parent.clone())
+                .or_default()
+                .push(s.id.clone());
+        }
+        by_id.insert(s.id.clone(), s);
+    }
+    let mut out = Vec::with_capacity(by_id.len());
+    let mut stack: Vec<(String, u32)> = tops.iter().rev().map(|t| (t.clone(), 0)).collect();
+    while let Some((id, rel)) = stack.pop() {
+        if let Some(kids) = children.get(&id) {
+            stack.extend(kids.iter().rev().map(|k| (k.clone(), rel + 1)));
+        }
+        if let Some(session) = by_id.remove(&id) {
+            out.push(TreeEntry {
+                session,
+                relative_depth: rel,
+            });
+        }
+    }
+    out
+}

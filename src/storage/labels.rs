@@ -1,0 +1,150 @@
+//! SQL for the `labels` table: reading a stored label, first-read inheritance (one recursive
+//! CTE), and raises.
+
+use rusqlite::{named_params, Connection, OptionalExtension, Transaction};
+
+use super::{opt_ts, ts};
+use crate::error::{Error, Result};
+use crate::labels::{Label, LabelState, Materialized, Taint};
+
+/// A stored label with its provenance.
+pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<LabelState>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT taint, untrusted, materialized_how, inherited_from, materialized_at, raised_at
+           FROM labels WHERE session_id = :id",
+    )?;
+    let raw = stmt
+        .query_row(named_params! { ":id": id }, |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, bool>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                row.get::<_, String>(4)?,
+                row.get::<_, Option<String>>(5)?,
+            ))
+        })
+        .optional()?;
+    let Some((taint, untrusted, how, from, materialized_at, raised_at)) = raw else {
+        return Ok(None);
+    };
+    let materialized = match (how.as_str(), from) {
+        ("born", None) => Materialized::Born,
+        ("inherited", Some(from)) => Materialized::Inherited { from },
+        (how, _) => {
+            return Err(Error::Corruption(format!(
+                "label of {id:?} was materialized {how:?}"
+            )))
+        }
+    };
+    Ok(Some(LabelState {
+        session: id.to_owned(),
+        taint: parse_taint(id, &taint)?,
+        untrusted,
+        known: true,
+        materialized: Some(materialized),
+        materialized_at: Some(ts("labels.materialized_at", &materialized_at)?),
+        raised_at: opt_ts("labels.raised_at", raised_at)?,
+    }))
+}
+
+fn parse_taint(id: &str, taint: &str) -> Result<Taint> {
+    taint
+        .parse()
+        .map_err(|_| Error::Corruption(format!("label of {id:?} has taint {taint:?}")))
+}
+
+/// Writes a root's label at birth: the default, private and trusted.
+pub(crate) fn insert_born(tx: &Transaction<'_>, id: &str, now: &str) -> Result<()> {
+    let label = Label::default();
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+         VALUES (:id, :taint, :untrusted, :now, 'born')",
+    )?;
+    stmt.execute(named_params! {
+        ":id": id,
+        ":taint": label.taint.as_str(),
+        ":untrusted": label.untrusted,
+        ":now": now,
+    })?;
+    Ok(())
+}
+
+/// A label written by [`materialize_path`].
+pub(crate) struct Inherited {
+    pub(crate) session: String,
+    pub(crate) label: Label,
+    pub(crate) from: String,
+}
+
+/// Rule L2 in one statement: walks `created_by` up from `id` to the nearest materialized
+/// ancestor, and gives `id` and every unmaterialized session on that path the ancestor's label.
+/// Returns the labels written, nearest to `id` first; empty when `id` is already materialized.
+pub(crate) fn materialize_path(
+    tx: &Transaction<'_>,
+    id: &str,
+    now: &str,
+) -> Result<Vec<Inherited>> {
+    let mut stmt = tx.prepare_cached(
+        "WITH RECURSIVE ancestors (id, created_by, hops, materialized) AS (
+             SELECT s.id, s.created_by, 0,
+                    EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
+               FROM sessions AS s WHERE s.id = :id
+             UNION ALL
+             SELECT s.id, s.created_by, a.hops + 1,
+                    EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
+               FROM ancestors AS a JOIN sessions AS s ON s.id = a.created_by
+              WHERE NOT a.materialized
+         ),
+         source AS (
+             SELECT a.id, l.taint, l.untrusted
+               FROM ancestors AS a JOIN labels AS l ON l.session_id = a.id
+              WHERE a.materialized
+         )
+         INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how,
+                             inherited_from)
+         SELECT a.id, source.taint, source.untrusted, :now, 'inherited', source.id
+           FROM ancestors AS a, source
+          WHERE NOT a.materialized
+          ORDER BY a.hops DESC
+         RETURNING session_id, taint, untrusted, inherited_from",
+    )?;
+    let rows = stmt.query_map(named_params! { ":id": id, ":now": now }, |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, String>(1)?,
+            row.get::<_, bool>(2)?,
+            row.get::<_, String>(3)?,
+        ))
+    })?;
+    let mut written = Vec::new();
+    for row in rows {
+        let (session, taint, untrusted, from) = row?;
+        let taint = parse_taint(&session, &taint)?;
+        written.push(Inherited {
+            session,
+            label: Label { taint, untrusted },
+            from,
+        });
+    }
+    Ok(written)
+}
+
+/// Stores a raised label. The caller has checked that `label` dominates the stored one; the
+/// trigger `labels_never_lower` refuses anything else.
+pub(crate) fn raise(tx: &Transaction<'_>, id: &str, label: Label, now: &str) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "UPDATE labels SET taint = :taint, untrusted = :untrusted, raised_at = :now
+          WHERE session_id = :id",
+    )?;
+    let changed = stmt.execute(named_params! {
+        ":id": id,
+        ":taint": label.taint.as_str(),
+        ":untrusted": label.untrusted,
+        ":now": now,
+    })?;
+    if changed != 1 {
+        return Err(Error::Corruption(format!("no label to raise for {id:?}")));
+    }
+    Ok(())
+}

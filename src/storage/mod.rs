@@ -1,0 +1,182 @@
+//! The storage layer: every line of SQL and all connection handling live under this module, so
+//! that a second backend is an addition beside it rather than a rewrite of the concept modules.
+//!
+//! Writers take `&Transaction<'_>` and readers take `&Connection`, so a write cannot compile
+//! outside a transaction; [`Storage::write`] is the only place a write transaction begins, and it
+//! always begins with `BEGIN IMMEDIATE`. The strategy is written down in `docs/concurrency.md`.
+
+pub(crate) mod audit;
+pub(crate) mod labels;
+mod migrate;
+
+pub(crate) use migrate::supported_version;
+pub(crate) mod sessions;
+
+use std::path::{Path, PathBuf};
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::config::{Config, Synchronous};
+use crate::error::{Error, Result};
+
+/// `PRAGMA application_id` of every ledger: ASCII "SLdg". Lets `file(1)` and this library tell
+/// a ledger from any other SQLite database.
+pub(crate) const APPLICATION_ID: i32 = 0x534c_6467;
+
+/// The connection pool and the file it serves.
+pub(crate) struct Storage {
+    pool: r2d2::Pool<Manager>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage").field("path", &self.path).finish()
+    }
+}
+
+/// The pool's connection manager: r2d2_sqlite's, except that a connection handed back while a
+/// transaction is still open is reported broken, so the pool discards it instead of handing a
+/// half-done transaction to the next caller.
+struct Manager(SqliteConnectionManager);
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = Connection;
+    type Error = rusqlite::Error;
+
+    fn connect(&self) -> Result<Connection, rusqlite::Error> {
+        self.0.connect()
+    }
+
+    fn is_valid(&self, conn: &mut Connection) -> Result<(), rusqlite::Error> {
+        self.0.is_valid(conn)
+    }
+
+    fn has_broken(&self, conn: &mut Connection) -> bool {
+        !conn.is_autocommit()
+    }
+}
+
+/// Flags for every connection: read-write, create only when asked, no URI interpretation (a
+/// path is a path, never `file:...?mode=memory`), and no mutex (each connection is used by one
+/// thread at a time, under the pool's guard).
+fn open_flags(create: bool) -> OpenFlags {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    flags
+}
+
+/// The per-connection pragmas, run on every new connection (the pool's init hook) and on the
+/// setup connection. None of them writes to the file.
+fn configure(conn: &Connection, config: &Config) -> rusqlite::Result<()> {
+    // Wait for another writer instead of failing with SQLITE_BUSY at once. Together with
+    // BEGIN IMMEDIATE for every write this keeps SQLITE_BUSY away from callers.
+    conn.busy_timeout(config.busy_timeout)?;
+    // created_by, labels.session_id and audit.kind are foreign keys; SQLite enforces them only
+    // when asked, per connection.
+    conn.pragma_update(None, "foreign_keys", true)?;
+    // FULL by default: in WAL mode, NORMAL can lose the last commits on power loss, and a
+    // committed revocation must not come undone.
+    let sync = match config.synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", sync)?;
+    // Triggers and views in the file may not call functions with side effects: the schema is
+    // data an operator can edit with the shell, so the library does not trust it to run code.
+    conn.pragma_update(None, "trusted_schema", false)?;
+    Ok(())
+}
+
+impl Storage {
+    /// Opens (and, if allowed, creates) the ledger at `path`, checks that it is a ledger this
+    /// build can read, migrates it, and builds the pool.
+    pub(crate) fn open(path: &Path, config: &Config) -> Result<Storage> {
+        let path = path.to_path_buf();
+        if !config.create_if_missing && !path.exists() {
+            return Err(Error::NoLedger(path));
+        }
+        let mut conn = Connection::open_with_flags(&path, open_flags(config.create_if_missing))
+            .map_err(|e| classify(e, &path))?;
+        configure(&conn, config).map_err(|e| classify(e, &path))?;
+        if conn.is_readonly(rusqlite::MAIN_DB)? {
+            return Err(Error::ReadOnly(path));
+        }
+        // Everything up to here has only read the file. Refuse a foreign or newer file before
+        // the first write (switching to WAL rewrites the header).
+        migrate::check(&conn, &path)?;
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(|e| classify(e, &path))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Corruption(format!(
+                "could not switch {} to WAL mode (it stayed in {mode} mode)",
+                path.display()
+            )));
+        }
+        migrate::run(&mut conn, &path).map_err(|e| match e {
+            Error::Storage(s) if s.sqlite_code() == Some(rusqlite::ErrorCode::ReadOnly) => {
+                Error::ReadOnly(path.clone())
+            }
+            other => other,
+        })?;
+        drop(conn);
+
+        let init_config = config.clone();
+        let manager = SqliteConnectionManager::file(&path)
+            .with_flags(open_flags(false))
+            .with_init(move |c| configure(c, &init_config));
+        let pool = r2d2::Pool::builder()
+            .max_size(config.pool_size)
+            .min_idle(Some(0))
+            .build(Manager(manager))?;
+        Ok(Storage { pool, path })
+    }
+
+    /// The ledger file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on a pooled connection, outside any explicit transaction.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.pool.get()?;
+        f(&conn)
+    }
+
+    /// Runs `f` inside a `BEGIN IMMEDIATE` transaction and commits when it returns `Ok`; an
+    /// `Err` rolls everything back.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+/// Turns the errors that mean "this is not a ledger" or "read-only" into their own variants.
+fn classify(e: rusqlite::Error, path: &Path) -> Error {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => Error::NotALedger(path.to_path_buf()),
+        Some(rusqlite::ErrorCode::ReadOnly) => Error::ReadOnly(path.to_path_buf()),
+        _ => Error::from(e),
+    }
+}
+
+/// Maps a row's text timestamp, failing with [`Error::Corruption`] on a malformed one.
+pub(crate) fn ts(column: &str, value: &str) -> Result<chrono::DateTime<chrono::Utc>> {
+    crate::clock::parse_ts(value)
+        .ok_or_else(|| Error::Corruption(format!("malformed time {value:?} in {column}")))
+}
+
+/// Like [`ts`] for a nullable column.
+pub(crate) fn opt_ts(
+    column: &str,
+    value: Option<String>,
+) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+    value.map(|v| ts(column, &v)).transpose()
+}
