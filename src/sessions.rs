@@ -201,3 +201,32 @@ pub struct TreeEntry {
     /// Its depth below the top of the tree that was asked for (0 for the top itself).
     pub relative_depth: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawned_ids_are_parsed_at_the_last_dash_and_recurse() {
+        assert_eq!(spawned_parent("sub-mm-thread-1"), Some("mm-thread"));
+        assert_eq!(
+            spawned_parent("sub-sub-mm-thread-1-2"),
+            Some("sub-mm-thread-1")
+        );
+        assert_eq!(
+            spawned_chain("sub-sub-mm-thread-1-2"),
+            ["sub-sub-mm-thread-1-2", "sub-mm-thread-1", "mm-thread"]
+        );
+        assert_eq!(spawned_parent("sub-a-007"), Some("a"));
+    }
+
+    #[test]
+    fn ids_that_are_not_spawned_ids_are_rejected_by_the_parser() {
+        for id in [
+            "chat-1", "sub-x", "sub--1", "sub-a-1x", "sub-a-", "sub-", "sub--a-1", "sub-a-١",
+        ] {
+            assert_eq!(spawned_parent(id), None, "{id}");
+        }
+        assert_eq!(spawned_chain("chat-1"), ["chat-1"]);
+    }
+}

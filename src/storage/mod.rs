@@ -180,3 +180,20 @@ pub(crate) fn opt_ts(
 ) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
     value.map(|v| ts(column, &v)).transpose()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use r2d2::ManageConnection;
+
+    #[test]
+    fn a_connection_handed_back_inside_a_transaction_is_reported_broken() {
+        let manager = Manager(SqliteConnectionManager::memory());
+        let mut conn = manager.connect().expect("connect");
+        assert!(!manager.has_broken(&mut conn));
+        conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
+        assert!(manager.has_broken(&mut conn));
+        conn.execute_batch("ROLLBACK").expect("rollback");
+        assert!(!manager.has_broken(&mut conn));
+    }
+}

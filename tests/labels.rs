@@ -1,0 +1,363 @@
+//! Labels: rules L1 to L5.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+
+use common::{Fixture, TestResult};
+use session_ledger::{AuditQuery, Error, Label, Materialized, Raise, Taint};
+
+const SECRET_UNTRUSTED: Label = Label {
+    taint: Taint::Secret,
+    untrusted: true,
+};
+
+#[test]
+fn a_root_is_born_private_and_trusted() -> TestResult {
+    let f = Fixture::new();
+    f.build("conductor > worker");
+    let state = f.ledger.state("conductor")?;
+    assert_eq!(state.label(), Label::default());
+    assert_eq!(state.materialized, Some(Materialized::Born));
+    Ok(())
+}
+
+#[test]
+fn a_created_child_reads_its_creators_label_on_first_read_and_later_raises_of_the_creator_do_not_reach_it(
+) -> TestResult {
+    let f = Fixture::new();
+    f.build("conductor > worker");
+    f.raise("conductor", Some(Taint::Secret), false);
+    let first = f.ledger.state("worker")?;
+    assert_eq!(first.taint, Taint::Secret);
+    assert_eq!(
+        first.materialized,
+        Some(Materialized::Inherited {
+            from: "conductor".into()
+        })
+    );
+    f.raise("conductor", None, true);
+    assert_eq!(
+        f.ledger.state("worker")?.label(),
+        Label {
+            taint: Taint::Secret,
+            untrusted: false
+        }
+    );
+    Ok(())
+}
+
+#[test]
+fn a_child_is_not_materialized_at_birth() -> TestResult {
+    let f = Fixture::new();
+    f.build("conductor > worker");
+    assert_eq!(f.ledger.stored_label("worker")?, None);
+    // So a raise of the creator before the first read does reach it.
+    f.raise("conductor", Some(Taint::Secret), false);
+    assert_eq!(f.ledger.state("worker")?.taint, Taint::Secret);
+    Ok(())
+}
+
+#[test]
+fn a_first_read_materializes_every_unmaterialized_session_on_the_path() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a; a > b; b > c");
+    f.raise("root", Some(Taint::Secret), true);
+    let before = f.count("audit");
+    assert_eq!(f.ledger.state("c")?.label(), SECRET_UNTRUSTED);
+    for id in ["a", "b", "c"] {
+        let stored = f.ledger.stored_label(id)?.expect("materialized");
+        assert_eq!(stored.label(), SECRET_UNTRUSTED, "{id}");
+        assert_eq!(
+            stored.materialized,
+            Some(Materialized::Inherited {
+                from: "root".into()
+            })
+        );
+    }
+    // One label.inherit row per session written, in the same transaction.
+    assert_eq!(f.count("audit") - before, 3);
+    let inherits = f.ledger.audit(&AuditQuery::all().kind("label.inherit"))?;
+    let sessions: Vec<_> = inherits.iter().filter_map(|e| e.session.clone()).collect();
+    assert_eq!(sessions, ["a", "b", "c"]);
+    Ok(())
+}
+
+#[test]
+fn a_first_read_stops_at_the_nearest_materialized_ancestor() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a; a > b; b > c");
+    f.raise("root", Some(Taint::Secret), false);
+    assert_eq!(f.ledger.state("a")?.taint, Taint::Secret);
+    // a is materialized now; raising the root again must not reach c through it.
+    f.raise("root", None, true);
+    let c = f.ledger.state("c")?;
+    assert_eq!(
+        c.label(),
+        Label {
+            taint: Taint::Secret,
+            untrusted: false
+        }
+    );
+    assert_eq!(
+        c.materialized,
+        Some(Materialized::Inherited { from: "a".into() })
+    );
+    Ok(())
+}
+
+#[test]
+fn a_later_read_hits_the_stored_row_and_writes_nothing() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    f.ledger.state("a")?;
+    let before = f.snapshot();
+    f.ledger.state("a")?;
+    f.ledger.state("root")?;
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn a_spawned_sub_agent_copies_its_parents_untrusted_flag_and_its_row_now_exists() -> TestResult {
+    let f = Fixture::new();
+    f.build("mm-thread > worker");
+    f.raise("worker", None, true);
+    let state = f.ledger.state("sub-worker-3")?;
+    assert!(state.untrusted);
+    assert!(state.known);
+    let row = f.ledger.session("sub-worker-3")?.expect("row exists");
+    assert_eq!(row.created_by.as_deref(), Some("worker"));
+    assert_eq!(row.depth, 2);
+    assert_eq!(row.origin, session_ledger::Origin::Spawned);
+    Ok(())
+}
+
+#[test]
+fn a_nested_spawned_id_inherits_through_a_missing_middle_child() -> TestResult {
+    let f = Fixture::new();
+    f.ledger.create_root("mm-thread", "test")?;
+    f.raise("mm-thread", Some(Taint::Secret), true);
+    let state = f.ledger.state("sub-sub-mm-thread-1-2")?;
+    assert_eq!(state.label(), SECRET_UNTRUSTED);
+    // The whole chain now exists as rows with created_by.
+    assert_eq!(
+        f.shape("mm-thread"),
+        [
+            "mm-thread (root)",
+            "  sub-mm-thread-1 (spawned)",
+            "    sub-sub-mm-thread-1-2 (spawned)",
+        ]
+    );
+    assert_eq!(
+        f.ledger.stored_label("sub-mm-thread-1")?.map(|s| s.label()),
+        Some(SECRET_UNTRUSTED)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_spawned_id_under_an_unmaterialized_created_child_inherits_through_it() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > worker");
+    f.raise("root", Some(Taint::Secret), false);
+    assert_eq!(f.ledger.state("sub-worker-1")?.taint, Taint::Secret);
+    assert_eq!(
+        f.ledger.stored_label("worker")?.map(|s| s.taint),
+        Some(Taint::Secret)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_plain_unknown_id_reads_private_and_trusted_and_writes_nothing() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    for id in ["chat-1", "sub-x", "sub-a-1x", "stranger"] {
+        let state = f.ledger.state(id)?;
+        assert_eq!(state.label(), Label::default(), "{id}");
+        assert!(!state.known, "{id}");
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn a_spawned_id_whose_chain_reaches_no_recorded_session_reads_the_default_and_writes_nothing(
+) -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let state = f.ledger.state("sub-sub-ghost-1-2")?;
+    assert_eq!(state.label(), Label::default());
+    assert!(!state.known);
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn a_raise_of_an_unmaterialized_child_cannot_skip_its_ancestors_taint() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a; a > b");
+    f.raise("root", Some(Taint::Secret), false);
+    let outcome = f.ledger.raise(
+        "b",
+        Raise {
+            taint: Some(Taint::Public),
+            untrusted: true,
+        },
+        "test",
+    )?;
+    assert_eq!(outcome.before.taint, Taint::Secret);
+    assert_eq!(outcome.after, SECRET_UNTRUSTED);
+    assert_eq!(f.ledger.state("b")?.label(), SECRET_UNTRUSTED);
+    Ok(())
+}
+
+#[test]
+fn a_raise_of_an_unseen_spawned_id_inherits_first() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    f.raise("root", Some(Taint::Secret), false);
+    f.raise("sub-a-1", None, true);
+    assert_eq!(f.ledger.state("sub-a-1")?.label(), SECRET_UNTRUSTED);
+    Ok(())
+}
+
+#[test]
+fn a_raise_takes_the_higher_class_and_ors_the_flag() -> TestResult {
+    let f = Fixture::new();
+    f.ledger.create_root("r", "test")?;
+    f.raise("r", None, true);
+    f.raise("r", Some(Taint::Secret), false);
+    assert_eq!(f.ledger.state("r")?.label(), SECRET_UNTRUSTED);
+    Ok(())
+}
+
+#[test]
+fn a_label_cannot_be_lowered_through_the_api() -> TestResult {
+    let f = Fixture::new();
+    f.ledger.create_root("r", "test")?;
+    f.raise("r", Some(Taint::Secret), true);
+    let before = f.snapshot();
+    let outcome = f.ledger.raise(
+        "r",
+        Raise {
+            taint: Some(Taint::Public),
+            untrusted: false,
+        },
+        "test",
+    );
+    // A request for a lower class cannot lower: it is not even a change, and writes nothing.
+    let outcome = outcome?;
+    assert!(!outcome.changed);
+    assert_eq!(outcome.after, SECRET_UNTRUSTED);
+    assert_eq!(f.snapshot(), before);
+    assert_eq!(f.ledger.state("r")?.label(), SECRET_UNTRUSTED);
+    Ok(())
+}
+
+#[test]
+fn a_label_cannot_be_lowered_by_an_update_in_sql() -> TestResult {
+    let f = Fixture::new();
+    f.ledger.create_root("r", "test")?;
+    f.raise("r", Some(Taint::Secret), true);
+    let conn = f.sql();
+    for sql in [
+        "UPDATE labels SET taint = 'private' WHERE session_id = 'r'",
+        "UPDATE labels SET taint = 'public' WHERE session_id = 'r'",
+        "UPDATE labels SET untrusted = 0 WHERE session_id = 'r'",
+        "DELETE FROM labels WHERE session_id = 'r'",
+        "INSERT OR REPLACE INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+         VALUES ('r', 'public', 0, '2026-01-01T00:00:00.000Z', 'born')",
+    ] {
+        let err = conn.execute(sql, []).expect_err(sql);
+        assert!(err.to_string().contains("session-ledger"), "{sql}: {err}");
+    }
+    assert_eq!(f.ledger.state("r")?.label(), SECRET_UNTRUSTED);
+    Ok(())
+}
+
+#[test]
+fn an_inherited_label_written_in_sql_cannot_be_lower_than_its_source() -> TestResult {
+    let f = Fixture::new();
+    f.build("r > c");
+    f.raise("r", Some(Taint::Secret), false);
+    let err = f
+        .sql()
+        .execute(
+            "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how, inherited_from)
+             VALUES ('c', 'public', 0, '2026-01-01T00:00:00.000Z', 'inherited', 'r')",
+            [],
+        )
+        .expect_err("lower than its source");
+    assert!(err.to_string().contains("cannot be lower"), "{err}");
+    assert_eq!(f.ledger.state("c")?.taint, Taint::Secret);
+    Ok(())
+}
+
+#[test]
+fn raising_an_unknown_id_is_refused_and_writes_nothing() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let err = f
+        .ledger
+        .raise(
+            "stranger",
+            Raise {
+                taint: Some(Taint::Secret),
+                untrusted: false,
+            },
+            "test",
+        )
+        .expect_err("unknown");
+    assert!(
+        matches!(err, Error::UnknownSession(ref id) if id == "stranger"),
+        "{err}"
+    );
+    let err = f
+        .ledger
+        .raise("a", Raise::default(), "test")
+        .expect_err("nothing to raise");
+    assert!(matches!(err, Error::NothingToRaise), "{err}");
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn two_threads_reading_the_same_child_first_both_see_the_same_label_and_it_is_materialized_once(
+) -> TestResult {
+    let f = Fixture::new();
+    f.ledger.create_root("root", "test")?;
+    f.raise("root", Some(Taint::Secret), false);
+    let ledger = Arc::new(f.ledger);
+    for round in 0..20 {
+        let child = format!("child-{round}");
+        ledger.create_child(&child, "root", "test")?;
+        let barrier = Arc::new(Barrier::new(2));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (ledger, barrier, child) = (ledger.clone(), barrier.clone(), child.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    ledger.state(&child)
+                })
+            })
+            .collect();
+        let mut labels = Vec::new();
+        for reader in readers {
+            labels.push(reader.join().expect("reader thread")?.label());
+        }
+        assert_eq!(labels[0], labels[1]);
+        assert_eq!(labels[0].taint, Taint::Secret);
+        let inherits = ledger.audit(
+            &AuditQuery::all()
+                .session(child.as_str())
+                .kind("label.inherit"),
+        )?;
+        assert_eq!(inherits.len(), 1, "{child} materialized once");
+    }
+    Ok(())
+}

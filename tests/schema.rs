@@ -1,0 +1,267 @@
+//! The schema as people see it in the sqlite3 shell, the rules it enforces by itself, and the
+//! files the ledger refuses to open.
+
+mod common;
+
+use std::fs;
+
+use common::{raw, Fixture, TestResult};
+use session_ledger::{Config, Error, Ledger};
+
+#[test]
+fn audit_rows_cannot_be_updated_or_deleted() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let conn = f.sql();
+    for sql in [
+        "UPDATE audit SET actor = 'someone-else' WHERE seq = 1",
+        "UPDATE audit SET detail = '{}' WHERE seq = 2",
+        "DELETE FROM audit WHERE seq = 1",
+        "DELETE FROM audit",
+        "INSERT OR REPLACE INTO audit (seq, at, actor, kind, session_id, detail)
+         VALUES (1, '2026-01-01T00:00:00.000Z', 'x', 'session.root', 'root', '{}')",
+    ] {
+        let err = conn.execute(sql, []).expect_err(sql);
+        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn audit_rows_need_a_known_kind_and_a_json_object() -> TestResult {
+    let f = Fixture::new();
+    let conn = f.sql();
+    for sql in [
+        "INSERT INTO audit (at, actor, kind, detail) VALUES ('2026-01-01T00:00:00.000Z', 'x', 'made.up', '{}')",
+        "INSERT INTO audit (at, actor, kind, detail) VALUES ('2026-01-01T00:00:00.000Z', 'x', 'session.root', 'not json')",
+        "INSERT INTO audit (at, actor, kind, detail) VALUES ('2026-01-01T00:00:00.000Z', 'x', 'session.root', '[1]')",
+        "INSERT INTO audit (at, actor, kind, detail) VALUES ('yesterday', 'x', 'session.root', '{}')",
+    ] {
+        conn.execute(sql, []).expect_err(sql);
+    }
+    assert_eq!(f.count("audit"), 0);
+    Ok(())
+}
+
+#[test]
+fn sessions_cannot_be_deleted_reused_or_have_their_lineage_changed() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a b");
+    f.ledger.end("b", "test")?;
+    let before = f.snapshot();
+    let conn = f.sql();
+    for sql in [
+        "DELETE FROM sessions WHERE id = 'a'",
+        "UPDATE sessions SET created_by = 'a' WHERE id = 'b'",
+        "UPDATE sessions SET depth = 5 WHERE id = 'a'",
+        "UPDATE sessions SET id = 'z' WHERE id = 'a'",
+        "UPDATE sessions SET ended_at = NULL WHERE id = 'b'",
+        "INSERT OR REPLACE INTO sessions (id, depth, origin, created_at)
+         VALUES ('a', 0, 'root', '2026-01-01T00:00:00.000Z')",
+        "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+         VALUES ('c', 'root', 7, 'created', '2026-01-01T00:00:00.000Z')",
+        "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+         VALUES ('d', 'nobody', 1, 'created', '2026-01-01T00:00:00.000Z')",
+        "INSERT INTO sessions (id, depth, origin, created_at)
+         VALUES ('e', 0, 'sideways', '2026-01-01T00:00:00.000Z')",
+        "INSERT INTO sessions (id, depth, origin, created_at)
+         VALUES ('has space', 0, 'root', '2026-01-01T00:00:00.000Z')",
+    ] {
+        conn.execute(sql, []).expect_err(sql);
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn the_schema_is_strict_commented_and_readable() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    f.ledger.state("a")?;
+    let conn = f.sql();
+    for table in ["sessions", "labels", "audit", "audit_kinds"] {
+        let sql: String = conn.query_row(
+            "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get(0),
+        )?;
+        assert!(
+            sql.trim_end().ends_with("STRICT") || sql.contains("STRICT,"),
+            "{table}: {sql}"
+        );
+        assert!(sql.contains("--"), "{table} has comments");
+    }
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    assert_eq!(app_id, 0x534c_6467);
+    let journal: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    assert_eq!(journal, "wal");
+    // Enums are words and times are fixed-width ISO text.
+    let (origin, created_at): (String, String) = conn.query_row(
+        "SELECT origin, created_at FROM sessions WHERE id = 'a'",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    assert_eq!(origin, "created");
+    assert_eq!(created_at.len(), "2026-01-01T00:00:00.000Z".len());
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&created_at).is_ok(),
+        "{created_at}"
+    );
+    assert!(created_at.ends_with('Z'));
+    let path: String = conn.query_row("SELECT path FROM session_tree WHERE id = 'a'", [], |r| {
+        r.get(0)
+    })?;
+    assert_eq!(path, "root/a");
+    Ok(())
+}
+
+#[test]
+fn reopening_a_ledger_keeps_its_data_and_migrates_nothing_twice() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let path = f.path();
+    drop(f.ledger);
+    let again = Ledger::open(&path)?;
+    assert!(again.session("a")?.is_some());
+    let history: i64 =
+        raw(&path).query_row("SELECT count(*) FROM refinery_schema_history", [], |r| {
+            r.get(0)
+        })?;
+    assert_eq!(history, session_ledger::schema_version());
+    drop(again);
+    let conn = raw(&path);
+    let rows: i64 = conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?;
+    assert_eq!(
+        rows as usize,
+        before.iter().filter(|r| r.starts_with("sessions")).count()
+    );
+    Ok(())
+}
+
+#[test]
+fn a_database_with_a_newer_schema_is_refused_and_left_untouched() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let path = f.path();
+    drop(f.ledger);
+    {
+        let conn = raw(&path);
+        conn.execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
+             VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z', '1')",
+            [],
+        )?;
+        conn.pragma_update(None, "wal_checkpoint", "TRUNCATE")?;
+    }
+    let bytes = fs::read(&path)?;
+    let err = Ledger::open(&path).expect_err("newer schema");
+    assert!(
+        matches!(err, Error::SchemaTooNew { found: 999, supported } if supported == session_ledger::schema_version()),
+        "{err}"
+    );
+    assert!(err.to_string().contains("newer"), "{err}");
+    assert_eq!(fs::read(&path)?, bytes, "file left untouched");
+    Ok(())
+}
+
+#[test]
+fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
+    let dir = tempfile::tempdir()?;
+
+    let garbage = dir.path().join("garbage.db");
+    let noise: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    fs::write(&garbage, &noise)?;
+    let err = Ledger::open(&garbage).expect_err("garbage");
+    assert!(matches!(err, Error::NotALedger(_)), "{err}");
+    assert_eq!(fs::read(&garbage)?, noise);
+
+    let other = dir.path().join("other.db");
+    {
+        let conn = rusqlite::Connection::open(&other)?;
+        conn.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');")?;
+    }
+    let bytes = fs::read(&other)?;
+    let err = Ledger::open(&other).expect_err("someone else's database");
+    assert!(matches!(err, Error::NotALedger(_)), "{err}");
+    assert_eq!(fs::read(&other)?, bytes);
+
+    let tagged = dir.path().join("tagged.db");
+    {
+        let conn = rusqlite::Connection::open(&tagged)?;
+        conn.pragma_update(None, "application_id", 42)?;
+    }
+    let bytes = fs::read(&tagged)?;
+    assert!(matches!(Ledger::open(&tagged), Err(Error::NotALedger(_))));
+    assert_eq!(fs::read(&tagged)?, bytes);
+    Ok(())
+}
+
+#[test]
+fn a_missing_file_is_not_created_unless_asked() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("absent.db");
+    let err = Ledger::open_with(&path, Config::default().create_if_missing(false))
+        .expect_err("no ledger");
+    assert!(matches!(err, Error::NoLedger(_)), "{err}");
+    assert!(!path.exists());
+    Ok(())
+}
+
+/// Makes a file read-only even for root (`chattr +i`), or with permissions otherwise; undoes it
+/// on drop. `None` when neither works here.
+struct ReadOnly(std::path::PathBuf, bool);
+
+impl ReadOnly {
+    fn make(path: &std::path::Path) -> Option<ReadOnly> {
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !immutable {
+            let mut perms = fs::metadata(path).ok()?.permissions();
+            perms.set_readonly(true);
+            fs::set_permissions(path, perms).ok()?;
+        }
+        let guard = ReadOnly(path.to_path_buf(), immutable);
+        let writable = fs::OpenOptions::new().append(true).open(path).is_ok();
+        (!writable).then_some(guard)
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        if self.1 {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&self.0)
+                .status();
+        }
+    }
+}
+
+#[test]
+fn a_read_only_ledger_is_refused_with_its_own_error() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let path = f.path();
+    drop(f.ledger);
+    {
+        let conn = raw(&path);
+        conn.pragma_update(None, "wal_checkpoint", "TRUNCATE")?;
+    }
+    let bytes = fs::read(&path)?;
+    let Some(_guard) = ReadOnly::make(&path) else {
+        eprintln!("skipped: cannot make a file read-only here (root without chattr)");
+        return Ok(());
+    };
+    let err = Ledger::open(&path).expect_err("read-only");
+    assert!(matches!(err, Error::ReadOnly(_)), "{err}");
+    assert_eq!(fs::read(&path)?, bytes);
+    Ok(())
+}

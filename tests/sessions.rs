@@ -1,0 +1,415 @@
+//! Sessions, lineage, creation bounds and the audit of each change: rules S1, S2 and A1.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use common::{Fixture, TestResult};
+use session_ledger::{AuditQuery, Config, Error, IdProblem, ManualClock, Origin, Raise, Taint};
+
+fn problem(result: Result<impl std::fmt::Debug, Error>) -> IdProblem {
+    match result {
+        Err(Error::InvalidId { problem, .. }) => problem,
+        other => panic!("expected InvalidId, got {other:?}"),
+    }
+}
+
+#[test]
+fn ids_are_validated_at_every_entry_and_bad_ones_change_nothing() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let long = "x".repeat(129);
+    let cases = [
+        ("", IdProblem::Empty),
+        (long.as_str(), IdProblem::TooLong),
+        ("-a", IdProblem::BadStart),
+        ("a b", IdProblem::BadCharacter),
+        ("a/b", IdProblem::BadCharacter),
+        ("a\0b", IdProblem::BadCharacter),
+        ("é", IdProblem::BadStart),
+        ("ab\n", IdProblem::BadCharacter),
+    ];
+    for (id, expected) in cases {
+        assert_eq!(
+            problem(f.ledger.create_root(id, "test")),
+            expected,
+            "{id:?}"
+        );
+        assert_eq!(
+            problem(f.ledger.create_child(id, "root", "test")),
+            expected,
+            "{id:?}"
+        );
+        assert_eq!(
+            problem(f.ledger.create_child("ok", id, "test")),
+            expected,
+            "{id:?}"
+        );
+        assert_eq!(problem(f.ledger.state(id)), expected, "{id:?}");
+        assert_eq!(problem(f.ledger.stored_label(id)), expected, "{id:?}");
+        let raise = Raise {
+            taint: Some(Taint::Secret),
+            untrusted: false,
+        };
+        assert_eq!(
+            problem(f.ledger.raise(id, raise, "test")),
+            expected,
+            "{id:?}"
+        );
+        assert_eq!(problem(f.ledger.end(id, "test")), expected, "{id:?}");
+        assert_eq!(problem(f.ledger.subtree(id)), expected, "{id:?}");
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn an_id_of_exactly_the_maximum_length_is_accepted() -> TestResult {
+    let f = Fixture::new();
+    let id = "x".repeat(session_ledger::MAX_ID_LEN);
+    f.ledger.create_root(&id, "test")?;
+    assert!(f.ledger.session(&id)?.is_some());
+    Ok(())
+}
+
+#[test]
+fn the_spawned_form_is_reserved_for_spawned_sub_agents() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    assert_eq!(
+        problem(f.ledger.create_root("sub-a-1", "test")),
+        IdProblem::ReservedSpawnedForm
+    );
+    assert_eq!(
+        problem(f.ledger.create_child("sub-root-1", "root", "test")),
+        IdProblem::ReservedSpawnedForm
+    );
+    // Ids that only look similar are ordinary ids.
+    f.ledger.create_child("sub-x", "root", "test")?;
+    Ok(())
+}
+
+#[test]
+fn actor_names_are_validated() -> TestResult {
+    let f = Fixture::new();
+    for actor in ["", "has space", &"a".repeat(65), "tab\t"] {
+        assert!(
+            matches!(
+                f.ledger.create_root("r", actor),
+                Err(Error::InvalidActor(_))
+            ),
+            "{actor:?}"
+        );
+    }
+    assert_eq!(f.count("sessions"), 0);
+    f.ledger.create_root("r", "alice@example.org")?;
+    Ok(())
+}
+
+#[test]
+fn an_id_that_exists_or_existed_cannot_be_created_again() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a b");
+    f.ledger.end("b", "test")?;
+    let before = f.snapshot();
+    for id in ["root", "a", "b"] {
+        assert!(
+            matches!(f.ledger.create_root(id, "test"), Err(Error::SessionExists(ref x)) if x == id),
+            "{id}"
+        );
+        assert!(
+            matches!(
+                f.ledger.create_child(id, "root", "test"),
+                Err(Error::SessionExists(_))
+            ),
+            "{id}"
+        );
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn an_ended_session_stays_as_a_tombstone() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    f.raise("a", Some(Taint::Secret), false);
+    let ended = f.ledger.end("a", "test")?;
+    assert!(ended.ended_at.is_some());
+    let again = f.ledger.session("a")?.expect("still recorded");
+    assert_eq!(again.ended_at, ended.ended_at);
+    assert_eq!(f.ledger.state("a")?.taint, Taint::Secret);
+    assert_eq!(f.ledger.children("root")?.len(), 1);
+    assert!(matches!(
+        f.ledger.end("a", "test"),
+        Err(Error::SessionEnded(_))
+    ));
+    assert!(matches!(
+        f.ledger.end("nobody", "test"),
+        Err(Error::UnknownSession(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn an_unknown_or_ended_creator_cannot_create_and_nothing_is_written() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    f.ledger.end("a", "test")?;
+    let before = f.snapshot();
+    assert!(matches!(
+        f.ledger.create_child("x", "nobody", "test"),
+        Err(Error::UnknownSession(ref c)) if c == "nobody"
+    ));
+    assert!(matches!(
+        f.ledger.create_child("x", "a", "test"),
+        Err(Error::SessionEnded(ref c)) if c == "a"
+    ));
+    // A spawned id of an unknown session is unknown too, and is not recorded on the way.
+    assert!(matches!(
+        f.ledger.create_child("x", "sub-nobody-1", "test"),
+        Err(Error::UnknownSession(_))
+    ));
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn a_spawned_sub_agent_can_create_and_is_recorded_first() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > worker");
+    f.ledger.create_child("helper", "sub-worker-2", "test")?;
+    assert_eq!(
+        f.shape("root"),
+        [
+            "root (root)",
+            "  worker (created)",
+            "    sub-worker-2 (spawned)",
+            "      helper (created)",
+        ]
+    );
+    Ok(())
+}
+
+fn refusals(f: &Fixture) -> Vec<(Option<String>, String)> {
+    f.ledger
+        .audit(&AuditQuery::all().kind("session.create_refused"))
+        .expect("audit")
+        .into_iter()
+        .map(|e| {
+            (
+                e.session,
+                e.detail["reason"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_depth_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes(
+) -> TestResult {
+    let f = Fixture::with(Config::default().max_depth(2));
+    f.build("root > a; a > b");
+    let sessions = f.count("sessions");
+    let err = f
+        .ledger
+        .create_child("c", "b", "test")
+        .expect_err("too deep");
+    assert!(
+        matches!(err, Error::DepthLimit { ref child, depth: 3, max: 2 } if child == "c"),
+        "{err}"
+    );
+    assert!(err.is_refusal());
+    assert_eq!(f.count("sessions"), sessions);
+    assert_eq!(
+        refusals(&f),
+        [(Some("c".to_owned()), "depth_limit".to_owned())]
+    );
+    Ok(())
+}
+
+#[test]
+fn the_live_children_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes(
+) -> TestResult {
+    let f = Fixture::with(Config::default().max_live_children(2));
+    f.build("root > a b");
+    let sessions = f.count("sessions");
+    let err = f
+        .ledger
+        .create_child("c", "root", "test")
+        .expect_err("too many");
+    assert!(
+        matches!(err, Error::ChildLimit { ref creator, live: 2, max: 2 } if creator == "root"),
+        "{err}"
+    );
+    assert_eq!(f.count("sessions"), sessions);
+    assert_eq!(
+        refusals(&f),
+        [(Some("c".to_owned()), "child_limit".to_owned())]
+    );
+    // Ending a child frees its place; spawned children do not take one.
+    f.ledger.end("a", "test")?;
+    f.ledger.state("sub-root-1")?;
+    f.ledger.create_child("c", "root", "test")?;
+    Ok(())
+}
+
+#[test]
+fn the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_passes() -> TestResult
+{
+    let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00.000Z".parse()?));
+    let f = Fixture::with(
+        Config::default()
+            .creation_rate(3, Duration::from_secs(60))
+            .clock(clock.clone()),
+    );
+    f.build("root > a b");
+    f.ledger.end("a", "test")?; // ended children still count toward the rate
+    clock.advance(TimeDelta::seconds(30));
+    f.ledger.create_child("c", "root", "test")?;
+    let sessions = f.count("sessions");
+    let err = f
+        .ledger
+        .create_child("d", "root", "test")
+        .expect_err("too fast");
+    assert!(
+        matches!(
+            err,
+            Error::RateLimit {
+                count: 3,
+                max: 3,
+                window_secs: 60,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(f.count("sessions"), sessions);
+    assert_eq!(
+        refusals(&f),
+        [(Some("d".to_owned()), "rate_limit".to_owned())]
+    );
+    // 61 s after the first two creations, only one remains in the window.
+    clock.advance(TimeDelta::seconds(31));
+    f.ledger.create_child("d", "root", "test")?;
+    Ok(())
+}
+
+#[test]
+fn a_refused_create_is_audited_with_its_actor_and_creator() -> TestResult {
+    let f = Fixture::with(Config::default().max_live_children(0));
+    f.ledger.create_root("root", "test")?;
+    f.ledger
+        .create_child("c", "root", "mallory")
+        .expect_err("refused");
+    let row = f
+        .ledger
+        .audit(&AuditQuery::all().kind("session.create_refused"))?
+        .pop()
+        .expect("refusal row");
+    assert_eq!(row.actor, "mallory");
+    assert_eq!(row.detail["creator"], "root");
+    assert_eq!(row.detail["limit"], 0);
+    Ok(())
+}
+
+#[test]
+fn every_change_writes_its_audit_row() -> TestResult {
+    let f = Fixture::new();
+    f.ledger.create_root("root", "alice")?;
+    f.ledger.create_child("a", "root", "bob")?;
+    f.ledger.state("a")?;
+    f.ledger.state("sub-a-1")?;
+    f.raise("a", Some(Taint::Secret), false);
+    f.ledger.end("a", "carol")?;
+    let trail: Vec<(String, String, Option<String>)> = f
+        .ledger
+        .audit(&AuditQuery::all())?
+        .into_iter()
+        .map(|e| (e.actor, e.kind, e.session))
+        .collect();
+    let expected = [
+        ("alice", "session.root", "root"),
+        ("bob", "session.create", "a"),
+        ("ledger", "label.inherit", "a"),
+        ("ledger", "session.spawn", "sub-a-1"),
+        ("ledger", "label.inherit", "sub-a-1"),
+        ("test", "label.raise", "a"),
+        ("carol", "session.end", "a"),
+    ]
+    .map(|(a, k, s)| (a.to_owned(), k.to_owned(), Some(s.to_owned())));
+    assert_eq!(trail, expected);
+    let create = &f.ledger.audit(&AuditQuery::all().kind("session.create"))?[0];
+    assert_eq!(
+        create.detail,
+        serde_json::json!({ "creator": "root", "depth": 1 })
+    );
+    let raise = &f.ledger.audit(&AuditQuery::all().kind("label.raise"))?[0];
+    assert_eq!(raise.detail["before"]["taint"], "private");
+    assert_eq!(raise.detail["after"]["taint"], "secret");
+    Ok(())
+}
+
+#[test]
+fn the_audit_query_filters_by_session_kind_and_limit() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a b c");
+    let rows = f
+        .ledger
+        .audit(&AuditQuery::all().kind("session.create").limit(2))?;
+    let ids: Vec<_> = rows.iter().filter_map(|r| r.session.as_deref()).collect();
+    assert_eq!(ids, ["b", "c"]);
+    let rows = f.ledger.audit(&AuditQuery::all().session("a"))?;
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].seq < f.ledger.audit(&AuditQuery::all().session("c"))?[0].seq);
+    Ok(())
+}
+
+#[test]
+fn ancestors_children_and_the_subtree_follow_created_by() -> TestResult {
+    let f = Fixture::new();
+    f.build("conductor > w1 w2; w1 > w1a w1b; w1a > deep; other > x");
+    f.ledger.state("sub-w2-1")?;
+    assert_eq!(
+        f.shape("conductor"),
+        [
+            "conductor (root)",
+            "  w1 (created)",
+            "    w1a (created)",
+            "      deep (created)",
+            "    w1b (created)",
+            "  w2 (created)",
+            "    sub-w2-1 (spawned)",
+        ]
+    );
+    let ancestors: Vec<_> = f
+        .ledger
+        .ancestors("deep")?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ancestors, ["w1a", "w1", "conductor"]);
+    assert!(f.ledger.ancestors("conductor")?.is_empty());
+    let children: Vec<_> = f.ledger.children("w1")?.into_iter().map(|s| s.id).collect();
+    assert_eq!(children, ["w1a", "w1b"]);
+    let deep = f.ledger.session("deep")?.expect("deep");
+    assert_eq!((deep.depth, deep.origin), (3, Origin::Created));
+    let forest: Vec<_> = f
+        .ledger
+        .forest()?
+        .into_iter()
+        .map(|e| (e.session.id, e.relative_depth))
+        .collect();
+    assert_eq!(forest.len(), 9);
+    assert_eq!(forest[0], ("conductor".to_owned(), 0));
+    assert_eq!(forest[7], ("other".to_owned(), 0));
+    assert_eq!(forest[8], ("x".to_owned(), 1));
+    assert!(matches!(
+        f.ledger.subtree("nobody"),
+        Err(Error::UnknownSession(_))
+    ));
+    Ok(())
+}
