@@ -121,6 +121,14 @@ impl Ledger {
         let now_time = self.config.clock.now();
         let now = format_ts(now_time);
         self.storage.write(|tx| {
+            // A spawned id first seen as a creator is allocated now; not under an ended session.
+            if storage::sessions::get(tx, creator)?.is_none() {
+                if let Some(anchor) = spawn_anchor(tx, creator)? {
+                    if !anchor.is_live() {
+                        return Err(Error::SessionEnded(anchor.id));
+                    }
+                }
+            }
             let parent = resolve(tx, creator, &now)?
                 .ok_or_else(|| Error::UnknownSession(creator.to_owned()))?;
             if !parent.is_live() {
@@ -243,12 +251,7 @@ impl Ledger {
             return Ok(stored);
         }
         let anchored = self.storage.read(|c| {
-            for ancestor in spawned_chain(id) {
-                if storage::sessions::get(c, ancestor)?.is_some() {
-                    return Ok(true);
-                }
-            }
-            Ok(false)
+            Ok(storage::sessions::get(c, id)?.is_some() || spawn_anchor(c, id)?.is_some())
         })?;
         if !anchored {
             return Ok(unknown(id));
@@ -433,23 +436,29 @@ fn fetch(tx: &Transaction<'_>, id: &str) -> Result<Session> {
         .ok_or_else(|| Error::Corruption(format!("session {id:?} vanished inside its transaction")))
 }
 
+/// The nearest recorded session on the spawned chain above `id` (excluding `id` itself).
+fn spawn_anchor(conn: &rusqlite::Connection, id: &str) -> Result<Option<Session>> {
+    for ancestor in spawned_chain(id).into_iter().skip(1) {
+        if let Some(session) = storage::sessions::get(conn, ancestor)? {
+            return Ok(Some(session));
+        }
+    }
+    Ok(None)
+}
+
 /// Finds `id` inside a write transaction, recording it (and any missing spawned ancestors) when
 /// it is a spawned id of a recorded session. `None` when it is neither.
 fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<Session>> {
     if let Some(session) = storage::sessions::get(tx, id)? {
         return Ok(Some(session));
     }
-    let chain = spawned_chain(id);
-    let mut anchor = None;
-    for (i, ancestor) in chain.iter().enumerate().skip(1) {
-        if let Some(session) = storage::sessions::get(tx, ancestor)? {
-            anchor = Some((i, session));
-            break;
-        }
-    }
-    let Some((top, anchor)) = anchor else {
+    let Some(anchor) = spawn_anchor(tx, id)? else {
         return Ok(None);
     };
+    let chain = spawned_chain(id);
+    let top = chain.iter().position(|c| *c == anchor.id).ok_or_else(|| {
+        Error::Corruption(format!("{:?} is not on the chain of {id:?}", anchor.id))
+    })?;
     let mut depth = anchor.depth;
     for i in (0..top).rev() {
         depth += 1;

@@ -111,10 +111,10 @@ fn main() -> ExitCode {
             ) {
                 e.exit();
             }
-            let rendered = e.to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("session-ledger: error: {first} (see --help)");
+            eprintln!(
+                "session-ledger: error: {} (see --help)",
+                one_line(&e.to_string())
+            );
             return ExitCode::from(2);
         }
     };
@@ -125,6 +125,18 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// clap's message on one line: its lines joined, without the usage and help hints.
+fn one_line(rendered: &str) -> String {
+    let text: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = text.join(" ");
+    joined.strip_prefix("error: ").unwrap_or(&joined).to_owned()
 }
 
 /// Errors of the command line itself, beside the ledger's.

@@ -413,3 +413,23 @@ fn ancestors_children_and_the_subtree_follow_created_by() -> TestResult {
     ));
     Ok(())
 }
+
+#[test]
+fn a_spawned_id_under_an_ended_session_cannot_create_and_is_not_recorded_by_trying() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > gone");
+    f.ledger.end("gone", "test")?;
+    let before = f.snapshot();
+    let err = f
+        .ledger
+        .create_child("kid", "sub-gone-1", "test")
+        .expect_err("ended anchor");
+    assert!(
+        matches!(err, Error::SessionEnded(ref id) if id == "gone"),
+        "{err}"
+    );
+    assert_eq!(f.snapshot(), before);
+    // Its label can still be read: taint follows the tree whatever the session's state.
+    assert!(f.ledger.state("sub-gone-1")?.known);
+    Ok(())
+}

@@ -99,7 +99,8 @@ impl Storage {
         if !config.create_if_missing && !path.exists() {
             return Err(Error::NoLedger(path));
         }
-        let mut conn = Connection::open_with_flags(&path, open_flags(config.create_if_missing))
+        let file = literal_path(&path);
+        let mut conn = Connection::open_with_flags(&file, open_flags(config.create_if_missing))
             .map_err(|e| classify(e, &path))?;
         configure(&conn, config).map_err(|e| classify(e, &path))?;
         if conn.is_readonly(rusqlite::MAIN_DB)? {
@@ -126,7 +127,7 @@ impl Storage {
         drop(conn);
 
         let init_config = config.clone();
-        let manager = SqliteConnectionManager::file(&path)
+        let manager = SqliteConnectionManager::file(&file)
             .with_flags(open_flags(false))
             .with_init(move |c| configure(c, &init_config));
         let pool = r2d2::Pool::builder()
@@ -155,6 +156,17 @@ impl Storage {
         let out = f(&tx)?;
         tx.commit()?;
         Ok(out)
+    }
+}
+
+/// The path to hand to SQLite so that it is read as a file name, never as a URI. The bundled
+/// SQLite is compiled with `SQLITE_USE_URI`, which makes every name starting with `file:` a URI
+/// whatever the open flags say; a relative path is therefore anchored with `./`.
+fn literal_path(path: &Path) -> PathBuf {
+    if path.is_relative() {
+        Path::new(".").join(path)
+    } else {
+        path.to_path_buf()
     }
 }
 

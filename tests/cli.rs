@@ -1,0 +1,1143 @@
+//! End-to-end tests of the `session-ledger` command line: every test runs the real binary on a
+//! ledger in a temporary directory, always with an explicit `--db` and with `SESSION_LEDGER_DB`
+//! removed from the environment.
+//!
+//! Bad input must give a non-zero exit, exactly one line on stderr, no panic, and change nothing:
+//! [`refused_unchanged`] compares the audit trail (`audit --json`) and the `sessions` and
+//! `labels` rows before and after.
+
+use std::error::Error;
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+use tempfile::TempDir;
+
+type TestResult<T = ()> = Result<T, Box<dyn Error>>;
+
+const BIN: &str = env!("CARGO_BIN_EXE_session-ledger");
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed.
+fn run_raw<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Run {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("SESSION_LEDGER_DB")
+        .env_remove("SESSION_LEDGER_ACTOR")
+        .output()
+        .expect("the session-ledger binary runs");
+    Run {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `session-ledger --db DB ARGS...` in DB's directory.
+fn run(db: &Path, args: &[&str]) -> Run {
+    let mut all: Vec<&OsStr> = vec![OsStr::new("--db"), db.as_os_str()];
+    all.extend(args.iter().map(OsStr::new));
+    run_raw(db.parent().expect("the ledger sits in a directory"), &all)
+}
+
+/// Runs the binary, requires success, and returns its stdout.
+fn ok(db: &Path, args: &[&str]) -> TestResult<String> {
+    let r = run(db, args);
+    if !r.status.success() {
+        return Err(format!("`{}` failed ({}): {}", args.join(" "), r.status, r.stderr).into());
+    }
+    Ok(r.stdout)
+}
+
+/// Runs the binary with `--json`, requires success, and parses its stdout as one JSON value.
+fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    Ok(serde_json::from_str(&ok(db, &all)?)?)
+}
+
+/// A failure as the issue requires: non-zero exit code (not a signal), exactly one line on
+/// stderr, no panic, nothing on stdout.
+fn assert_clean_failure(r: &Run, what: &str) {
+    assert!(
+        !r.status.success(),
+        "{what}: succeeded, stdout: {}",
+        r.stdout
+    );
+    assert!(
+        matches!(r.status.code(), Some(c) if c != 0),
+        "{what}: no exit code ({})",
+        r.status
+    );
+    assert!(
+        !r.stderr.contains("panicked"),
+        "{what}: panicked: {}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stderr.lines().count(),
+        1,
+        "{what}: stderr is not one line: {:?}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.trim().is_empty(),
+        "{what}: the error line is empty"
+    );
+    assert!(
+        r.stdout.is_empty(),
+        "{what}: printed on stdout: {:?}",
+        r.stdout
+    );
+}
+
+/// A temporary directory holding `ledger.db`.
+struct Fixture {
+    _dir: TempDir,
+    db: PathBuf,
+}
+
+impl Fixture {
+    /// A directory with no ledger in it yet.
+    fn empty() -> TestResult<Fixture> {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("ledger.db");
+        Ok(Fixture { _dir: dir, db })
+    }
+
+    /// An initialized, empty ledger.
+    fn init() -> TestResult<Fixture> {
+        let fx = Fixture::empty()?;
+        ok(&fx.db, &["init"])?;
+        Ok(fx)
+    }
+
+    /// A ledger with a live root `conductor`, its live child `worker`, its ended child
+    /// `retired`, and an ended root `gone`.
+    fn populated() -> TestResult<Fixture> {
+        let fx = Fixture::init()?;
+        ok(&fx.db, &["create", "conductor", "--actor", "alice"])?;
+        ok(
+            &fx.db,
+            &["create", "worker", "--by", "conductor", "--actor", "alice"],
+        )?;
+        ok(
+            &fx.db,
+            &["create", "retired", "--by", "conductor", "--actor", "alice"],
+        )?;
+        ok(&fx.db, &["end", "retired", "--actor", "alice"])?;
+        ok(&fx.db, &["create", "gone", "--actor", "alice"])?;
+        ok(&fx.db, &["end", "gone", "--actor", "alice"])?;
+        Ok(fx)
+    }
+
+    fn dir(&self) -> &Path {
+        self.db.parent().expect("the ledger sits in a directory")
+    }
+}
+
+/// Everything a change could touch: the audit trail as the CLI prints it, and the rows of
+/// `sessions` and `labels` as stored.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    audit_json: String,
+    sessions: Vec<String>,
+    labels: Vec<String>,
+}
+
+fn rows(conn: &Connection, sql: &str) -> TestResult<Vec<String>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn snapshot(db: &Path) -> TestResult<Snapshot> {
+    let audit_json = ok(db, &["--json", "audit"])?;
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let sessions = rows(
+        &conn,
+        "SELECT json_array(seq, id, created_by, depth, origin, created_at, ended_at)
+           FROM sessions ORDER BY seq",
+    )?;
+    let labels = rows(
+        &conn,
+        "SELECT json_array(session_id, taint, untrusted, materialized_at, materialized_how,
+                           inherited_from, raised_at)
+           FROM labels ORDER BY session_id",
+    )?;
+    Ok(Snapshot {
+        audit_json,
+        sessions,
+        labels,
+    })
+}
+
+/// Runs a command that must be refused: a clean failure, and the ledger unchanged. Returns the
+/// run so the caller can check the message.
+fn refused_unchanged(db: &Path, args: &[&str]) -> TestResult<Run> {
+    let before = snapshot(db)?;
+    let r = run(db, args);
+    assert_clean_failure(&r, &format!("`{}`", args.join(" ")));
+    let after = snapshot(db)?;
+    assert_eq!(before, after, "`{}` changed the ledger", args.join(" "));
+    Ok(r)
+}
+
+fn assert_mentions(r: &Run, words: &str) {
+    assert!(
+        r.stderr.to_lowercase().contains(&words.to_lowercase()),
+        "expected the error to mention {words:?}, got {:?}",
+        r.stderr
+    );
+}
+
+fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {
+    let mut args = vec!["--json", "audit"];
+    args.extend_from_slice(filters);
+    ok(db, &args)?
+        .lines()
+        .map(|l| Ok(serde_json::from_str(l)?))
+        .collect()
+}
+
+fn session_ids(db: &Path) -> TestResult<Vec<String>> {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    rows(&conn, "SELECT id FROM sessions ORDER BY seq")
+}
+
+fn dir_listing(dir: &Path) -> TestResult<Vec<String>> {
+    let mut names = fs::read_dir(dir)?
+        .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+        .collect::<TestResult<Vec<_>>>()?;
+    names.sort();
+    Ok(names)
+}
+
+// ------------------------------------------------------------------------------------------------
+// init and a missing ledger
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn init_creates_the_ledger_file() -> TestResult {
+    let fx = Fixture::empty()?;
+    assert!(!fx.db.exists());
+    let out = ok(&fx.db, &["init"])?;
+    assert!(fx.db.is_file(), "init did not create {}", fx.db.display());
+    assert!(out.contains("ledger.db"), "init output: {out:?}");
+    let conn = Connection::open_with_flags(&fx.db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    assert_ne!(app_id, 0, "the ledger has no application_id");
+    Ok(())
+}
+
+#[test]
+fn init_json_reports_the_path_and_schema_version() -> TestResult {
+    let fx = Fixture::empty()?;
+    let v = ok_json(&fx.db, &["init"])?;
+    assert!(
+        v["path"].as_str().is_some_and(|p| p.ends_with("ledger.db")),
+        "{v}"
+    );
+    assert!(v["schema_version"].as_i64().is_some_and(|n| n >= 1), "{v}");
+    Ok(())
+}
+
+#[test]
+fn init_on_an_existing_ledger_keeps_its_sessions_and_audit_trail() -> TestResult {
+    let fx = Fixture::populated()?;
+    let before = snapshot(&fx.db)?;
+    ok(&fx.db, &["init"])?;
+    assert_eq!(before, snapshot(&fx.db)?);
+    Ok(())
+}
+
+#[test]
+fn every_command_but_init_fails_on_a_missing_ledger_without_creating_it() -> TestResult {
+    let fx = Fixture::empty()?;
+    let commands: &[&[&str]] = &[
+        &["create", "conductor"],
+        &["create", "worker", "--by", "conductor"],
+        &["state", "conductor"],
+        &["--json", "state", "conductor"],
+        &["raise", "conductor", "--taint", "secret"],
+        &["end", "conductor"],
+        &["tree"],
+        &["tree", "conductor"],
+        &["audit"],
+        &["--json", "audit", "--limit", "3"],
+    ];
+    for args in commands {
+        let r = run(&fx.db, args);
+        assert_clean_failure(&r, &format!("`{}` on a missing ledger", args.join(" ")));
+        assert_mentions(&r, "no ledger");
+        assert!(
+            !fx.db.exists(),
+            "`{}` created the ledger file",
+            args.join(" ")
+        );
+        assert_eq!(
+            dir_listing(fx.dir())?,
+            Vec::<String>::new(),
+            "`{}` left files behind",
+            args.join(" ")
+        );
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// create, state, raise, end
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn create_records_a_root_that_reads_private_and_trusted() -> TestResult {
+    let fx = Fixture::init()?;
+    let out = ok(&fx.db, &["create", "conductor", "--actor", "alice"])?;
+    assert!(out.contains("conductor"), "create output: {out:?}");
+    let state = ok_json(&fx.db, &["state", "conductor"])?;
+    for key in ["session", "taint", "untrusted", "known"] {
+        assert!(
+            state.get(key).is_some(),
+            "state --json lacks {key:?}: {state}"
+        );
+    }
+    assert_eq!(state["session"], "conductor");
+    assert_eq!(state["taint"], "private");
+    assert_eq!(state["untrusted"], false);
+    assert_eq!(state["known"], true);
+    let audit = audit_lines(&fx.db, &["--session", "conductor"])?;
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0]["kind"], "session.root");
+    assert_eq!(audit[0]["actor"], "alice");
+    Ok(())
+}
+
+#[test]
+fn create_json_prints_the_new_session_with_its_creator_and_depth() -> TestResult {
+    let fx = Fixture::init()?;
+    let root = ok_json(&fx.db, &["create", "conductor"])?;
+    assert_eq!(root["id"], "conductor");
+    assert_eq!(root["created_by"], Value::Null);
+    assert_eq!(root["depth"], 0);
+    let child = ok_json(&fx.db, &["create", "worker", "--by", "conductor"])?;
+    assert_eq!(child["id"], "worker");
+    assert_eq!(child["created_by"], "conductor");
+    assert_eq!(child["depth"], 1);
+    assert_eq!(child["origin"], "created");
+    assert_eq!(child["ended_at"], Value::Null);
+    Ok(())
+}
+
+#[test]
+fn a_child_created_with_by_reads_its_creators_label_on_first_read() -> TestResult {
+    let fx = Fixture::init()?;
+    ok(&fx.db, &["create", "conductor"])?;
+    ok(
+        &fx.db,
+        &["raise", "conductor", "--taint", "secret", "--untrusted"],
+    )?;
+    let out = ok(
+        &fx.db,
+        &["create", "worker", "--by", "conductor", "--actor", "bob"],
+    )?;
+    assert!(
+        out.contains("worker") && out.contains("conductor"),
+        "{out:?}"
+    );
+    let state = ok_json(&fx.db, &["state", "worker"])?;
+    assert_eq!(state["session"], "worker");
+    assert_eq!(state["taint"], "secret");
+    assert_eq!(state["untrusted"], true);
+    assert_eq!(state["known"], true);
+    let create = audit_lines(&fx.db, &["--kind", "session.create"])?;
+    assert_eq!(create.len(), 1, "{create:?}");
+    assert_eq!(create[0]["session"], "worker");
+    assert_eq!(create[0]["actor"], "bob");
+    assert_eq!(create[0]["detail"]["creator"], "conductor");
+    Ok(())
+}
+
+#[test]
+fn state_of_an_unknown_id_is_the_default_and_writes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let before = snapshot(&fx.db)?;
+    let state = ok_json(&fx.db, &["state", "stranger"])?;
+    assert_eq!(state["session"], "stranger");
+    assert_eq!(state["taint"], "private");
+    assert_eq!(state["untrusted"], false);
+    assert_eq!(state["known"], false);
+    assert_eq!(before, snapshot(&fx.db)?);
+    Ok(())
+}
+
+#[test]
+fn state_of_a_spawned_sub_agent_inherits_and_records_it_under_its_parent() -> TestResult {
+    let fx = Fixture::populated()?;
+    ok(&fx.db, &["raise", "worker", "--untrusted"])?;
+    let state = ok_json(&fx.db, &["state", "sub-worker-1"])?;
+    assert_eq!(state["untrusted"], true);
+    assert_eq!(state["known"], true);
+    let spawn = audit_lines(&fx.db, &["--kind", "session.spawn"])?;
+    assert_eq!(spawn.len(), 1, "{spawn:?}");
+    assert_eq!(spawn[0]["session"], "sub-worker-1");
+    let tree = ok(&fx.db, &["tree", "worker"])?;
+    assert!(tree.contains("└── sub-worker-1"), "{tree}");
+    Ok(())
+}
+
+#[test]
+fn raise_with_taint_secret_and_untrusted_raises_both_and_audits_it() -> TestResult {
+    let fx = Fixture::populated()?;
+    let out = ok(
+        &fx.db,
+        &[
+            "raise",
+            "conductor",
+            "--taint",
+            "secret",
+            "--untrusted",
+            "--actor",
+            "carol",
+        ],
+    )?;
+    assert!(out.contains("conductor"), "{out:?}");
+    let state = ok_json(&fx.db, &["state", "conductor"])?;
+    assert_eq!(state["taint"], "secret");
+    assert_eq!(state["untrusted"], true);
+    let raises = audit_lines(&fx.db, &["--kind", "label.raise"])?;
+    assert_eq!(raises.len(), 1, "{raises:?}");
+    assert_eq!(raises[0]["session"], "conductor");
+    assert_eq!(raises[0]["actor"], "carol");
+    assert_eq!(raises[0]["detail"]["before"]["taint"], "private");
+    assert_eq!(raises[0]["detail"]["after"]["taint"], "secret");
+    assert_eq!(raises[0]["detail"]["after"]["untrusted"], true);
+    Ok(())
+}
+
+#[test]
+fn raise_json_reports_before_after_and_whether_it_changed() -> TestResult {
+    let fx = Fixture::populated()?;
+    let first = ok_json(&fx.db, &["raise", "conductor", "--taint", "secret"])?;
+    assert_eq!(first["session"], "conductor");
+    assert_eq!(first["before"]["taint"], "private");
+    assert_eq!(first["after"]["taint"], "secret");
+    assert_eq!(first["changed"], true);
+    let again = ok_json(&fx.db, &["raise", "conductor", "--taint", "secret"])?;
+    assert_eq!(again["changed"], false);
+    Ok(())
+}
+
+#[test]
+fn raise_to_a_lower_class_leaves_the_label_where_it_was_and_writes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    ok(
+        &fx.db,
+        &["raise", "conductor", "--taint", "secret", "--untrusted"],
+    )?;
+    let before = snapshot(&fx.db)?;
+    let out = ok(&fx.db, &["raise", "conductor", "--taint", "public"])?;
+    assert!(out.contains("nothing changed"), "{out:?}");
+    assert_eq!(before, snapshot(&fx.db)?);
+    let state = ok_json(&fx.db, &["state", "conductor"])?;
+    assert_eq!(state["taint"], "secret");
+    assert_eq!(state["untrusted"], true);
+    Ok(())
+}
+
+#[test]
+fn end_keeps_the_session_as_a_tombstone() -> TestResult {
+    let fx = Fixture::populated()?;
+    let ended = ok_json(&fx.db, &["end", "worker", "--actor", "dave"])?;
+    assert_eq!(ended["id"], "worker");
+    assert!(ended["ended_at"].is_string(), "{ended}");
+    assert!(session_ids(&fx.db)?.contains(&"worker".to_owned()));
+    let tree = ok(&fx.db, &["tree", "conductor"])?;
+    let line = tree
+        .lines()
+        .find(|l| l.contains("worker"))
+        .ok_or("worker is missing from the tree")?;
+    assert!(line.contains("ended"), "{tree}");
+    let ends = audit_lines(&fx.db, &["--session", "worker", "--kind", "session.end"])?;
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["actor"], "dave");
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// tree
+// ------------------------------------------------------------------------------------------------
+
+/// conductor ─┬─ w1 ── w1a
+///            └─ w2
+/// second (another root)
+fn branching() -> TestResult<Fixture> {
+    let fx = Fixture::init()?;
+    ok(&fx.db, &["create", "conductor"])?;
+    ok(&fx.db, &["create", "w1", "--by", "conductor"])?;
+    ok(&fx.db, &["create", "w2", "--by", "conductor"])?;
+    ok(&fx.db, &["create", "w1a", "--by", "w1"])?;
+    ok(&fx.db, &["create", "second"])?;
+    Ok(fx)
+}
+
+/// The lines of a drawn tree with the annotations after the id cut off.
+fn tree_shape(out: &str) -> Vec<String> {
+    out.lines()
+        .map(|l| l.split("  [").next().unwrap_or(l).trim_end().to_owned())
+        .collect()
+}
+
+#[test]
+fn tree_draws_every_root_with_box_drawing_branches() -> TestResult {
+    let fx = branching()?;
+    let out = ok(&fx.db, &["tree"])?;
+    assert_eq!(
+        tree_shape(&out),
+        ["conductor", "├── w1", "│   └── w1a", "└── w2", "second",],
+        "tree output:\n{out}"
+    );
+    Ok(())
+}
+
+#[test]
+fn tree_of_one_session_draws_only_its_subtree() -> TestResult {
+    let fx = branching()?;
+    let out = ok(&fx.db, &["tree", "w1"])?;
+    assert_eq!(tree_shape(&out), ["w1", "└── w1a"], "tree output:\n{out}");
+    Ok(())
+}
+
+#[test]
+fn tree_does_not_materialize_the_labels_it_shows() -> TestResult {
+    let fx = branching()?;
+    let before = snapshot(&fx.db)?;
+    let out = ok(&fx.db, &["tree"])?;
+    assert!(out.contains("not materialized"), "{out}");
+    assert_eq!(before, snapshot(&fx.db)?);
+    Ok(())
+}
+
+#[test]
+fn tree_json_is_an_array_of_every_session_with_its_depth() -> TestResult {
+    let fx = branching()?;
+    let v = ok_json(&fx.db, &["tree"])?;
+    let rows = v.as_array().ok_or("tree --json is not an array")?;
+    let ids: Vec<&str> = rows.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(ids, ["conductor", "w1", "w1a", "w2", "second"]);
+    let depths: Vec<i64> = rows
+        .iter()
+        .filter_map(|r| r["relative_depth"].as_i64())
+        .collect();
+    assert_eq!(depths, [0, 1, 2, 1, 0]);
+    assert_eq!(rows[2]["created_by"], "w1");
+    let sub = ok_json(&fx.db, &["tree", "w1"])?;
+    assert_eq!(sub.as_array().map(Vec::len), Some(2), "{sub}");
+    Ok(())
+}
+
+#[test]
+fn tree_json_of_an_empty_ledger_is_an_empty_array() -> TestResult {
+    let fx = Fixture::init()?;
+    assert_eq!(ok_json(&fx.db, &["tree"])?, Value::Array(vec![]));
+    Ok(())
+}
+
+#[test]
+fn tree_of_an_unknown_session_is_refused() -> TestResult {
+    let fx = branching()?;
+    let r = refused_unchanged(&fx.db, &["tree", "nobody"])?;
+    assert_mentions(&r, "nobody");
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// audit
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn audit_json_prints_one_object_per_line_with_the_audit_keys() -> TestResult {
+    let fx = Fixture::populated()?;
+    let out = ok(&fx.db, &["--json", "audit"])?;
+    let lines: Vec<&str> = out.lines().collect();
+    // conductor, worker, retired, end retired, gone, end gone.
+    assert_eq!(lines.len(), 6, "{out}");
+    let mut last_seq = 0;
+    for line in lines {
+        let v: Value = serde_json::from_str(line)?;
+        let obj = v.as_object().ok_or("an audit line is not an object")?;
+        for key in ["seq", "at", "actor", "kind", "session", "detail"] {
+            assert!(obj.contains_key(key), "audit line lacks {key:?}: {line}");
+        }
+        let seq = v["seq"].as_i64().ok_or("seq is not a number")?;
+        assert!(seq > last_seq, "audit is not oldest first: {out}");
+        last_seq = seq;
+        let at = v["at"].as_str().ok_or("at is not text")?;
+        assert_eq!(at.len(), "2026-01-01T00:00:00.000Z".len(), "at: {at}");
+        assert!(at.ends_with('Z'), "at: {at}");
+        assert!(v["detail"].is_object(), "detail: {line}");
+    }
+    Ok(())
+}
+
+#[test]
+fn audit_session_filter_lists_only_that_sessions_rows() -> TestResult {
+    let fx = Fixture::populated()?;
+    let rows = audit_lines(&fx.db, &["--session", "retired"])?;
+    let kinds: Vec<&str> = rows.iter().filter_map(|r| r["kind"].as_str()).collect();
+    assert_eq!(kinds, ["session.create", "session.end"]);
+    assert!(rows.iter().all(|r| r["session"] == "retired"));
+    Ok(())
+}
+
+#[test]
+fn audit_kind_filter_lists_only_that_kind() -> TestResult {
+    let fx = Fixture::populated()?;
+    let rows = audit_lines(&fx.db, &["--kind", "session.end"])?;
+    let sessions: Vec<&str> = rows.iter().filter_map(|r| r["session"].as_str()).collect();
+    assert_eq!(sessions, ["retired", "gone"]);
+    Ok(())
+}
+
+#[test]
+fn audit_limit_keeps_the_most_recent_rows_oldest_first() -> TestResult {
+    let fx = Fixture::populated()?;
+    let all = audit_lines(&fx.db, &[])?;
+    let last_two = audit_lines(&fx.db, &["--limit", "2"])?;
+    assert_eq!(last_two, all[all.len() - 2..]);
+    assert!(audit_lines(&fx.db, &["--limit", "0"])?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn audit_filters_combine() -> TestResult {
+    let fx = Fixture::populated()?;
+    let rows = audit_lines(&fx.db, &["--session", "conductor", "--kind", "session.end"])?;
+    assert!(rows.is_empty(), "{rows:?}");
+    let rows = audit_lines(&fx.db, &["--kind", "session.create", "--limit", "1"])?;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["session"], "retired");
+    Ok(())
+}
+
+#[test]
+fn audit_text_prints_one_line_per_row() -> TestResult {
+    let fx = Fixture::populated()?;
+    let out = ok(&fx.db, &["audit"])?;
+    assert_eq!(out.lines().count(), 6, "{out}");
+    assert!(out.lines().all(|l| l.contains("alice")), "{out}");
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// bad input: refused with one line, nothing changed
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn create_refuses_an_empty_id_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create", ""])?;
+    assert_mentions(&r, "empty");
+    refused_unchanged(&fx.db, &["create", "", "--by", "conductor"])?;
+    refused_unchanged(&fx.db, &["create", "fresh", "--by", ""])?;
+    Ok(())
+}
+
+#[test]
+fn create_refuses_an_id_of_129_characters_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let long = "a".repeat(129);
+    let r = refused_unchanged(&fx.db, &["create", &long])?;
+    assert_mentions(&r, "128");
+    refused_unchanged(&fx.db, &["create", &long, "--by", "conductor"])?;
+    refused_unchanged(&fx.db, &["create", "fresh", "--by", &long])?;
+    Ok(())
+}
+
+#[test]
+fn create_accepts_an_id_of_exactly_128_characters() -> TestResult {
+    let fx = Fixture::populated()?;
+    let longest = "b".repeat(128);
+    ok(&fx.db, &["create", &longest, "--by", "conductor"])?;
+    assert!(session_ids(&fx.db)?.contains(&longest));
+    Ok(())
+}
+
+#[test]
+fn create_refuses_an_id_with_a_space_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create", "a b"])?;
+    assert_mentions(&r, "a b");
+    refused_unchanged(&fx.db, &["create", "a b", "--by", "conductor"])?;
+    refused_unchanged(&fx.db, &["create", "fresh", "--by", "con ductor"])?;
+    Ok(())
+}
+
+#[test]
+fn create_refuses_other_badly_formed_ids() -> TestResult {
+    let fx = Fixture::populated()?;
+    for id in [".hidden", "_x", "a/b", "a;b", "caf\u{e9}", "x'y"] {
+        refused_unchanged(&fx.db, &["create", id])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn an_id_with_a_newline_still_gives_a_one_line_error() -> TestResult {
+    let fx = Fixture::populated()?;
+    refused_unchanged(&fx.db, &["create", "a\nb"])?;
+    refused_unchanged(&fx.db, &["create", "fresh", "--by", "con\nductor"])?;
+    refused_unchanged(&fx.db, &["state", "a\nb"])?;
+    refused_unchanged(&fx.db, &["create", "fresh", "--actor", "al\nice"])?;
+    refused_unchanged(&fx.db, &["raise", "conductor", "--taint", "sec\nret"])?;
+    Ok(())
+}
+
+#[test]
+fn create_refuses_ids_of_the_spawned_form_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create", "sub-a-1"])?;
+    assert_mentions(&r, "reserved");
+    refused_unchanged(&fx.db, &["create", "sub-conductor-1", "--by", "conductor"])?;
+    refused_unchanged(
+        &fx.db,
+        &["create", "sub-sub-conductor-1-2", "--by", "conductor"],
+    )?;
+    Ok(())
+}
+
+#[test]
+fn ids_that_only_look_spawned_can_be_created() -> TestResult {
+    let fx = Fixture::populated()?;
+    for id in ["sub-x", "sub-a-1x", "chat-1"] {
+        ok(&fx.db, &["create", id, "--by", "conductor"])?;
+    }
+    let ids = session_ids(&fx.db)?;
+    for id in ["sub-x", "sub-a-1x", "chat-1"] {
+        assert!(ids.contains(&id.to_owned()), "{id} missing from {ids:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn create_refuses_an_unknown_creator_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create", "fresh", "--by", "nobody"])?;
+    assert_mentions(&r, "nobody");
+    // A spawned id whose parent is unknown is no creator either, and nothing gets recorded.
+    refused_unchanged(&fx.db, &["create", "fresh", "--by", "sub-nobody-1"])?;
+    Ok(())
+}
+
+#[test]
+fn create_refuses_an_ended_creator_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create", "fresh", "--by", "retired"])?;
+    assert_mentions(&r, "ended");
+    let r = refused_unchanged(&fx.db, &["create", "fresh", "--by", "gone"])?;
+    assert_mentions(&r, "ended");
+    Ok(())
+}
+
+#[test]
+fn create_refuses_an_id_that_exists_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create", "conductor"])?;
+    assert_mentions(&r, "conductor");
+    refused_unchanged(&fx.db, &["create", "worker", "--by", "conductor"])?;
+    refused_unchanged(&fx.db, &["create", "conductor", "--by", "worker"])?;
+    refused_unchanged(&fx.db, &["create", "worker"])?;
+    Ok(())
+}
+
+#[test]
+fn create_refuses_an_id_that_existed_and_ended_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create", "gone"])?;
+    assert_mentions(&r, "gone");
+    refused_unchanged(&fx.db, &["create", "retired", "--by", "conductor"])?;
+    refused_unchanged(&fx.db, &["create", "retired"])?;
+    Ok(())
+}
+
+#[test]
+fn a_failed_create_by_a_spawned_creator_does_not_record_the_creator() -> TestResult {
+    // The creator sub-conductor-1 would be recorded on the way; the create then fails because
+    // the id is taken, and the whole transaction must roll back.
+    let fx = Fixture::populated()?;
+    refused_unchanged(&fx.db, &["create", "worker", "--by", "sub-conductor-1"])?;
+    assert!(!session_ids(&fx.db)?.contains(&"sub-conductor-1".to_owned()));
+    Ok(())
+}
+
+#[test]
+fn raise_refuses_an_unknown_taint_class_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["raise", "conductor", "--taint", "top"])?;
+    assert_mentions(&r, "top");
+    refused_unchanged(&fx.db, &["raise", "conductor", "--taint", "Secret"])?;
+    refused_unchanged(&fx.db, &["raise", "conductor", "--taint", ""])?;
+    // Also for a child that is not materialized yet: the refusal must not materialize it.
+    refused_unchanged(
+        &fx.db,
+        &["raise", "worker", "--taint", "top", "--untrusted"],
+    )?;
+    Ok(())
+}
+
+#[test]
+fn raise_with_neither_taint_nor_untrusted_is_refused_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["raise", "conductor"])?;
+    assert_mentions(&r, "nothing to raise");
+    // worker is not materialized: refusing must not materialize it either.
+    refused_unchanged(&fx.db, &["raise", "worker"])?;
+    Ok(())
+}
+
+#[test]
+fn raise_refuses_an_unknown_session_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["raise", "nobody", "--taint", "secret"])?;
+    assert_mentions(&r, "nobody");
+    refused_unchanged(&fx.db, &["raise", "sub-nobody-1", "--untrusted"])?;
+    refused_unchanged(&fx.db, &["raise", "", "--untrusted"])?;
+    refused_unchanged(&fx.db, &["raise", "a b", "--untrusted"])?;
+    Ok(())
+}
+
+#[test]
+fn end_refuses_an_unknown_or_already_ended_session_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["end", "nobody"])?;
+    assert_mentions(&r, "nobody");
+    let r = refused_unchanged(&fx.db, &["end", "retired"])?;
+    assert_mentions(&r, "ended");
+    refused_unchanged(&fx.db, &["end", ""])?;
+    refused_unchanged(&fx.db, &["end", &"c".repeat(129)])?;
+    Ok(())
+}
+
+#[test]
+fn state_and_tree_refuse_badly_formed_ids() -> TestResult {
+    let fx = Fixture::populated()?;
+    refused_unchanged(&fx.db, &["state", ""])?;
+    refused_unchanged(&fx.db, &["state", "a b"])?;
+    refused_unchanged(&fx.db, &["state", &"d".repeat(129)])?;
+    refused_unchanged(&fx.db, &["tree", "a b"])?;
+    refused_unchanged(&fx.db, &["tree", ""])?;
+    Ok(())
+}
+
+#[test]
+fn an_invalid_actor_is_refused_by_create_raise_and_end_and_changes_nothing() -> TestResult {
+    let fx = Fixture::populated()?;
+    let too_long = "e".repeat(65);
+    for actor in ["", "two words", too_long.as_str(), "x/y"] {
+        let r = refused_unchanged(&fx.db, &["create", "fresh", "--actor", actor])?;
+        assert_mentions(&r, "actor");
+        refused_unchanged(
+            &fx.db,
+            &["create", "fresh", "--by", "conductor", "--actor", actor],
+        )?;
+        refused_unchanged(
+            &fx.db,
+            &["raise", "conductor", "--taint", "secret", "--actor", actor],
+        )?;
+        // worker is not materialized: a refused raise must not materialize it.
+        refused_unchanged(
+            &fx.db,
+            &["raise", "worker", "--untrusted", "--actor", actor],
+        )?;
+        refused_unchanged(&fx.db, &["end", "worker", "--actor", actor])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_create_beyond_fifty_live_children_is_refused_with_an_audit_row_and_no_session() -> TestResult {
+    let fx = Fixture::init()?;
+    ok(&fx.db, &["create", "conductor"])?;
+    for i in 0..50 {
+        ok(&fx.db, &["create", &format!("w{i}"), "--by", "conductor"])?;
+    }
+    let sessions_before = session_ids(&fx.db)?;
+    let audit_before = audit_lines(&fx.db, &[])?;
+
+    let r = run(&fx.db, &["create", "w50", "--by", "conductor"]);
+    assert_clean_failure(&r, "the 51st live child");
+    assert_mentions(&r, "50");
+
+    assert_eq!(
+        session_ids(&fx.db)?,
+        sessions_before,
+        "a refused create added a session"
+    );
+    let audit_after = audit_lines(&fx.db, &[])?;
+    assert_eq!(audit_after[..audit_before.len()], audit_before[..]);
+    let new = &audit_after[audit_before.len()..];
+    assert_eq!(new.len(), 1, "expected one refusal row: {new:?}");
+    assert_eq!(new[0]["kind"], "session.create_refused");
+    assert_eq!(new[0]["session"], "w50");
+    assert_eq!(new[0]["detail"]["creator"], "conductor");
+
+    // Ending one child frees a place.
+    ok(&fx.db, &["end", "w0"])?;
+    ok(&fx.db, &["create", "w50", "--by", "conductor"])?;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// files that are not ledgers, or newer ones
+// ------------------------------------------------------------------------------------------------
+
+/// Every command, `init` included, on a file that must be refused: one clean error each, the
+/// file byte-identical, and no file added beside it.
+fn assert_every_command_refuses(db: &Path, mention: &str) -> TestResult {
+    let original = fs::read(db)?;
+    let listing = dir_listing(db.parent().ok_or("no parent")?)?;
+    let commands: &[&[&str]] = &[
+        &["init"],
+        &["create", "conductor"],
+        &["create", "worker", "--by", "conductor"],
+        &["state", "conductor"],
+        &["raise", "conductor", "--taint", "secret"],
+        &["end", "conductor"],
+        &["tree"],
+        &["--json", "audit"],
+    ];
+    for args in commands {
+        let r = run(db, args);
+        let what = format!("`{}` on {}", args.join(" "), db.display());
+        assert_clean_failure(&r, &what);
+        assert_mentions(&r, mention);
+        assert!(fs::read(db)? == original, "{what} changed the file");
+        assert_eq!(
+            dir_listing(db.parent().ok_or("no parent")?)?,
+            listing,
+            "{what} left files beside it"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_file_of_garbage_bytes_is_refused_and_left_byte_identical() -> TestResult {
+    let fx = Fixture::empty()?;
+    let garbage: Vec<u8> = (0u32..8192)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    fs::write(&fx.db, &garbage)?;
+    assert_every_command_refuses(&fx.db, "not a session-ledger database")?;
+    assert_eq!(fs::read(&fx.db)?, garbage);
+    Ok(())
+}
+
+#[test]
+fn a_short_text_file_is_refused_and_left_byte_identical() -> TestResult {
+    let fx = Fixture::empty()?;
+    fs::write(&fx.db, "these are my notes, not a ledger\n")?;
+    assert_every_command_refuses(&fx.db, "not a session-ledger database")
+}
+
+#[test]
+fn a_plain_sqlite_database_is_refused_and_left_byte_identical() -> TestResult {
+    let fx = Fixture::empty()?;
+    {
+        let conn = Connection::open(&fx.db)?;
+        conn.execute_batch(
+            "CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL);
+             INSERT INTO invoices (amount) VALUES (10), (20);",
+        )?;
+    }
+    assert_every_command_refuses(&fx.db, "not a session-ledger database")?;
+    let conn = Connection::open_with_flags(&fx.db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let tables = rows(
+        &conn,
+        "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
+    )?;
+    assert_eq!(tables, ["invoices"]);
+    Ok(())
+}
+
+#[test]
+fn a_ledger_with_a_newer_schema_is_refused_and_left_byte_identical() -> TestResult {
+    let fx = Fixture::populated()?;
+    {
+        let conn = Connection::open(&fx.db)?;
+        conn.execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
+             VALUES (999, 'from_the_future', '2099-01-01T00:00:00Z', '0')",
+            [],
+        )?;
+    }
+    assert_every_command_refuses(&fx.db, "newer")?;
+    let conn = Connection::open_with_flags(&fx.db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let max: i64 = conn.query_row(
+        "SELECT max(version) FROM refinery_schema_history",
+        [],
+        |r| r.get(0),
+    )?;
+    assert_eq!(max, 999, "the newer schema's history row is gone");
+    Ok(())
+}
+
+#[test]
+fn a_db_path_starting_with_file_colon_names_a_file_and_is_never_read_as_a_uri() -> TestResult {
+    // The issue: "Open the file without URI interpretation." `--db file:NAME` (relative to the
+    // working directory) must name the file `file:NAME`, not the file NAME or an in-memory db.
+    let fx = Fixture::empty()?;
+    let r = run_raw(fx.dir(), &["--db", "file:ledger.db?mode=memory", "init"]);
+    assert!(r.status.success(), "init failed: {}", r.stderr);
+    assert_eq!(dir_listing(fx.dir())?, ["file:ledger.db?mode=memory"]);
+
+    let fx = Fixture::empty()?;
+    let r = run_raw(fx.dir(), &["--db", "file:ledger.db", "init"]);
+    assert!(r.status.success(), "init failed: {}", r.stderr);
+    assert_eq!(dir_listing(fx.dir())?, ["file:ledger.db"]);
+    let r = run_raw(fx.dir(), &["--db", "file:ledger.db", "create", "conductor"]);
+    assert!(r.status.success(), "create failed: {}", r.stderr);
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// demo
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn demo_with_a_path_writes_an_example_ledger_there() -> TestResult {
+    let fx = Fixture::empty()?;
+    let path = fx.dir().join("demo.db");
+    let p = path.to_str().ok_or("non-UTF-8 temp path")?;
+    // --db is given explicitly (and ignored by demo) so nothing can fall back to a default file.
+    let out = ok(&fx.db, &["demo", "--path", p])?;
+    assert!(out.contains("conductor"), "demo output:\n{out}");
+    assert!(
+        out.contains("└── ") || out.contains("├── "),
+        "demo draws no tree:\n{out}"
+    );
+    assert!(path.is_file(), "demo did not write {p}");
+    assert!(!fx.db.exists(), "demo touched --db");
+
+    // The demo ledger is a real ledger: the CLI reads it.
+    let tree = ok_json(&path, &["tree"])?;
+    let ids: Vec<&str> = tree
+        .as_array()
+        .ok_or("tree --json is not an array")?
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"conductor"), "{ids:?}");
+    assert!(
+        ids.iter().any(|id| id.starts_with("sub-")),
+        "no spawned sub-agent: {ids:?}"
+    );
+    assert!(ids.len() >= 4, "{ids:?}");
+    assert!(!audit_lines(&path, &[])?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn demo_refuses_a_path_that_exists_and_leaves_it_unchanged() -> TestResult {
+    let fx = Fixture::empty()?;
+    let path = fx.dir().join("demo.db");
+    let p = path.to_str().ok_or("non-UTF-8 temp path")?;
+    ok(&fx.db, &["demo", "--path", p])?;
+    let first = fs::read(&path)?;
+    let listing = dir_listing(fx.dir())?;
+
+    let r = run(&fx.db, &["demo", "--path", p]);
+    assert_clean_failure(&r, "a second demo on the same path");
+    assert_mentions(&r, "exists");
+    assert!(fs::read(&path)? == first, "the second demo changed {p}");
+    assert_eq!(dir_listing(fx.dir())?, listing);
+    Ok(())
+}
+
+#[test]
+fn demo_refuses_to_overwrite_a_file_that_is_not_a_ledger() -> TestResult {
+    let fx = Fixture::empty()?;
+    let path = fx.dir().join("notes.txt");
+    fs::write(&path, "keep me\n")?;
+    let r = run(
+        &fx.db,
+        &["demo", "--path", path.to_str().ok_or("non-UTF-8")?],
+    );
+    assert_clean_failure(&r, "demo onto an existing file");
+    assert_eq!(fs::read_to_string(&path)?, "keep me\n");
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// errors: where and how they are printed
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn json_errors_still_go_to_stderr_as_one_line() -> TestResult {
+    let fx = Fixture::populated()?;
+    let cases: &[&[&str]] = &[
+        &["--json", "create", ""],
+        &["--json", "create", "conductor"],
+        &["--json", "create", "fresh", "--by", "nobody"],
+        &["--json", "create", "fresh", "--by", "retired"],
+        &["--json", "raise", "conductor", "--taint", "top"],
+        &["--json", "raise", "conductor"],
+        &["--json", "end", "retired"],
+        &["--json", "tree", "nobody"],
+        &["--json", "state", "a b"],
+        &["--json", "frobnicate"],
+        &["--json", "audit", "--limit", "many"],
+    ];
+    for args in cases {
+        let r = refused_unchanged(&fx.db, args)?;
+        assert!(
+            serde_json::from_str::<Value>(&r.stdout).is_err(),
+            "`{}` printed JSON on stdout",
+            args.join(" ")
+        );
+    }
+    let missing = Fixture::empty()?;
+    let r = run(&missing.db, &["--json", "state", "x"]);
+    assert_clean_failure(&r, "--json state on a missing ledger");
+    Ok(())
+}
+
+#[test]
+fn argument_errors_are_one_line_with_a_non_zero_exit() -> TestResult {
+    let fx = Fixture::populated()?;
+    let cases: &[&[&str]] = &[
+        &["frobnicate"],
+        &["create"],
+        &["create", "a", "b"],
+        &["create", "fresh", "--by"],
+        &["raise", "conductor", "--taint"],
+        &["raise", "conductor", "--colour", "red"],
+        &["audit", "--limit", "-1"],
+        &["audit", "--limit", "abc"],
+        &["tree", "a", "b"],
+    ];
+    for args in cases {
+        refused_unchanged(&fx.db, args)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_missing_argument_is_named_in_the_one_line_error() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = refused_unchanged(&fx.db, &["create"])?;
+    assert_mentions(&r, "<ID>");
+    let r = refused_unchanged(&fx.db, &["state"])?;
+    assert_mentions(&r, "<ID>");
+    Ok(())
+}
