@@ -146,20 +146,30 @@ BEGIN
     SELECT RAISE(ABORT, 'session-ledger: a label is materialized once; raise it instead');
 END;
 
--- Only a root is born with a label; an inherited label is at least its source's (rule L2).
+-- Only a root is born, and it is born with the default (private, trusted). An inherited label
+-- is at least its source's and at least its creator's, and the creator must be materialized
+-- first (rule L2): no label can be written below what its session already inherits.
 CREATE TRIGGER labels_inherit_faithfully
 BEFORE INSERT ON labels
 WHEN (NEW.materialized_how = 'born'
-      AND (SELECT origin FROM sessions WHERE id = NEW.session_id) IS NOT 'root')
+      AND ((SELECT origin FROM sessions WHERE id = NEW.session_id) IS NOT 'root'
+           OR NEW.taint IS NOT 'private' OR NEW.untrusted IS NOT 0))
   OR (NEW.materialized_how = 'inherited'
-      AND ((SELECT CASE taint WHEN 'public' THEN 0 WHEN 'private' THEN 1 WHEN 'secret' THEN 2 END
-              FROM labels WHERE session_id = NEW.inherited_from) IS NOT NULL
-           AND ((CASE NEW.taint WHEN 'public' THEN 0 WHEN 'private' THEN 1 WHEN 'secret' THEN 2 END)
-                < (SELECT CASE taint WHEN 'public' THEN 0 WHEN 'private' THEN 1 WHEN 'secret' THEN 2 END
-                     FROM labels WHERE session_id = NEW.inherited_from)
-                OR NEW.untrusted < (SELECT untrusted FROM labels WHERE session_id = NEW.inherited_from))))
+      AND (NOT EXISTS (SELECT 1 FROM labels WHERE session_id = NEW.inherited_from)
+           OR NOT EXISTS (SELECT 1 FROM labels
+                           WHERE session_id = (SELECT created_by FROM sessions
+                                                WHERE id = NEW.session_id))
+           OR EXISTS (SELECT 1 FROM labels AS above
+                       WHERE above.session_id IN (NEW.inherited_from,
+                                                  (SELECT created_by FROM sessions
+                                                    WHERE id = NEW.session_id))
+                         AND ((CASE NEW.taint WHEN 'public' THEN 0 WHEN 'private' THEN 1
+                                              WHEN 'secret' THEN 2 END)
+                              < (CASE above.taint WHEN 'public' THEN 0 WHEN 'private' THEN 1
+                                                  WHEN 'secret' THEN 2 END)
+                              OR NEW.untrusted < above.untrusted))))
 BEGIN
-    SELECT RAISE(ABORT, 'session-ledger: an inherited label cannot be lower than its source');
+    SELECT RAISE(ABORT, 'session-ledger: an inherited label cannot be lower than its source or its creator (rule L2)');
 END;
 
 -- Deleting a label would return the session to the default: that is lowering it.

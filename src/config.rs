@@ -45,6 +45,10 @@ pub struct Config {
     /// Create and initialize the file when it does not exist. Default true; the CLI turns it
     /// off for every command but `init` and `demo`.
     pub create_if_missing: bool,
+    /// Carry postures into each new epoch (rule P5) instead of letting them lapse. Default
+    /// false: like the dashboard that kept trust in memory, a restart returns every session to
+    /// asking.
+    pub durable_postures: bool,
     /// The clock read by every operation. Default the system clock.
     pub clock: Arc<dyn Clock>,
 }
@@ -60,6 +64,7 @@ impl Default for Config {
             synchronous: Synchronous::Full,
             pool_size: 8,
             create_if_missing: true,
+            durable_postures: false,
             clock: Arc::new(SystemClock),
         }
     }
@@ -106,6 +111,12 @@ impl Config {
     /// Sets [`Config::create_if_missing`].
     pub fn create_if_missing(mut self, create: bool) -> Config {
         self.create_if_missing = create;
+        self
+    }
+
+    /// Sets [`Config::durable_postures`].
+    pub fn durable_postures(mut self, durable: bool) -> Config {
+        self.durable_postures = durable;
         self
     }
 

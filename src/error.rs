@@ -79,6 +79,63 @@ pub enum Error {
     #[error("session id {0:?} exists or existed; ids are never reused")]
     SessionExists(String),
 
+    /// A posture name is not `trust` or `trust_reads`.
+    #[error("unknown posture {0:?}: expected trust or trust_reads")]
+    InvalidPosture(String),
+
+    /// A command pattern is malformed.
+    #[error("invalid command pattern {pattern:?}: {problem}")]
+    InvalidPattern {
+        /// The rejected pattern.
+        pattern: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+
+    /// An override scope's name is malformed.
+    #[error("invalid scope name {0:?}: use 1 to 64 ASCII letters, digits or . _ : -, starting with a letter or digit")]
+    InvalidScopeName(String),
+
+    /// A time to live is malformed, zero, negative or too long.
+    #[error("invalid TTL {0:?}: use a positive whole number and a unit s, m, h or d (like 30s, 15m, 2h), at most 366d")]
+    InvalidTtl(String),
+
+    /// A decision was asked for an empty command line.
+    #[error("empty command: nothing to decide")]
+    EmptyCommand,
+
+    /// The session has no such command pattern.
+    #[error("session {session:?} has no command pattern {pattern:?}")]
+    UnknownPattern {
+        /// The session.
+        session: String,
+        /// The pattern.
+        pattern: String,
+    },
+
+    /// The session has no live override scope of that name.
+    #[error("session {session:?} has no live scope {name:?}")]
+    UnknownScope {
+        /// The session.
+        session: String,
+        /// The scope's name.
+        name: String,
+    },
+
+    /// A preview token is malformed (it is 64 lower-case hex digits).
+    #[error("malformed preview token {0:?}: expected the 64 hex digits a preview printed")]
+    InvalidToken(String),
+
+    /// Rule R2: the subtree changed since the preview whose token was given; nothing was
+    /// revoked. Preview again.
+    #[error(
+        "the subtree of {root:?} changed since the preview; nothing was revoked (preview again)"
+    )]
+    StalePreview {
+        /// The root of the revocation.
+        root: String,
+    },
+
     /// A raise named neither a taint class nor the untrusted flag.
     #[error("nothing to raise: give a taint class, the untrusted flag, or both")]
     NothingToRaise,
@@ -258,6 +315,15 @@ impl Error {
                 | Error::SessionEnded(_)
                 | Error::SessionExists(_)
                 | Error::NothingToRaise
+                | Error::InvalidPosture(_)
+                | Error::InvalidPattern { .. }
+                | Error::InvalidScopeName(_)
+                | Error::InvalidTtl(_)
+                | Error::EmptyCommand
+                | Error::UnknownPattern { .. }
+                | Error::UnknownScope { .. }
+                | Error::InvalidToken(_)
+                | Error::StalePreview { .. }
         )
     }
 }

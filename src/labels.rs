@@ -110,9 +110,9 @@ pub enum Materialized {
     },
 }
 
-/// The answer to "what is this session's label?".
+/// The answer to "what is this session's state?": its label and its posture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LabelState {
+pub struct SessionState {
     /// The session asked about.
     pub session: String,
     /// Its taint class.
@@ -130,9 +130,15 @@ pub struct LabelState {
     /// When the label was last raised, if ever.
     #[serde(serialize_with = "crate::clock::serialize_opt_ts")]
     pub raised_at: Option<DateTime<Utc>>,
+    /// True when the session is live and holds `trust` in the current epoch.
+    pub trust: bool,
+    /// True when the session is live and holds `trust_reads` in the current epoch.
+    pub trust_reads: bool,
+    /// The posture row it holds, current or lapsed, with its provenance.
+    pub posture: Option<crate::postures::Posture>,
 }
 
-impl LabelState {
+impl SessionState {
     /// The label itself.
     pub fn label(&self) -> Label {
         Label {

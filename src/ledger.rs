@@ -10,7 +10,8 @@ use crate::audit::{AuditEntry, AuditQuery, LEDGER_ACTOR};
 use crate::clock::format_ts;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::labels::{Label, LabelState, Raise, RaiseOutcome, Taint};
+use crate::labels::{Label, Raise, RaiseOutcome, SessionState, Taint};
+use crate::postures::PostureLevel;
 use crate::sessions::{
     spawned_chain, validate_actor, validate_id, validate_new_id, Origin, Session, TreeEntry,
 };
@@ -22,8 +23,8 @@ use crate::storage::{self, Storage};
 /// Every write is one `BEGIN IMMEDIATE` transaction holding the change and its audit rows.
 #[derive(Debug)]
 pub struct Ledger {
-    storage: Storage,
-    config: Config,
+    pub(crate) storage: Storage,
+    pub(crate) config: Config,
 }
 
 fn assert_send_sync<T: Send + Sync>() {}
@@ -74,8 +75,27 @@ impl Ledger {
         &self.config
     }
 
-    fn now(&self) -> String {
+    pub(crate) fn now(&self) -> String {
         format_ts(self.config.clock.now())
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, reading the clock once the write lock is
+    /// held, so the times written increase with the audit sequence and an operation never
+    /// writes a time from before a change it waited for.
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>, &Now) -> Result<T>,
+    ) -> Result<T> {
+        self.storage.write(|tx| {
+            let time = self.config.clock.now();
+            f(
+                tx,
+                &Now {
+                    time,
+                    text: format_ts(time),
+                },
+            )
+        })
     }
 
     /// Records a root session: no creator, depth 0, born with the default label (`private`,
@@ -89,14 +109,13 @@ impl Ledger {
     pub fn create_root(&self, id: &str, actor: &str) -> Result<Session> {
         validate_new_id(id)?;
         validate_actor(actor)?;
-        let now = self.now();
-        self.storage.write(|tx| {
+        self.write(|tx, now| {
             if storage::sessions::get(tx, id)?.is_some() {
                 return Err(Error::SessionExists(id.to_owned()));
             }
-            storage::sessions::insert(tx, id, None, 0, Origin::Root, &now)?;
-            storage::labels::insert_born(tx, id, &now)?;
-            storage::audit::append(tx, &now, actor, "session.root", Some(id), &json!({}))?;
+            storage::sessions::insert(tx, id, None, 0, Origin::Root, now)?;
+            storage::labels::insert_born(tx, id, now)?;
+            storage::audit::append(tx, now, actor, "session.root", Some(id), &json!({}))?;
             fetch(tx, id)
         })
     }
@@ -114,22 +133,16 @@ impl Ledger {
     ///
     /// Refusals, with nothing created and one `session.create_refused` audit row written:
     /// [`Error::DepthLimit`], [`Error::ChildLimit`], [`Error::RateLimit`].
-    pub fn create_child(&self, id: &str, creator: &str, actor: &str) -> Result<Session> {
+    pub fn create_child(&self, id: &str, creator: &str, actor: &str) -> Result<Created> {
         validate_new_id(id)?;
         validate_id(creator)?;
         validate_actor(actor)?;
-        let now_time = self.config.clock.now();
-        let now = format_ts(now_time);
-        self.storage.write(|tx| {
-            // A spawned id first seen as a creator is allocated now; not under an ended session.
-            if storage::sessions::get(tx, creator)?.is_none() {
-                if let Some(anchor) = spawn_anchor(tx, creator)? {
-                    if !anchor.is_live() {
-                        return Err(Error::SessionEnded(anchor.id));
-                    }
-                }
-            }
-            let parent = resolve(tx, creator, &now)?
+        self.write(|tx, now| {
+            // A spawned creator seen for the first time is recorded now (and recorded as ended
+            // under an ended session). If the create is refused, that recording is undone with
+            // it: a refusal changes nothing but the audit trail.
+            tx.execute_batch("SAVEPOINT resolve_creator")?;
+            let parent = resolve(tx, creator, now)?
                 .ok_or_else(|| Error::UnknownSession(creator.to_owned()))?;
             if !parent.is_live() {
                 return Err(Error::SessionEnded(creator.to_owned()));
@@ -138,10 +151,16 @@ impl Ledger {
                 return Err(Error::SessionExists(id.to_owned()));
             }
             let depth = parent.depth + 1;
-            if let Some((refusal, detail)) = self.check_bounds(tx, id, creator, depth, now_time)? {
+            if let Some((refusal, mut detail)) =
+                self.check_bounds(tx, id, creator, depth, now.time)?
+            {
+                tx.execute_batch("ROLLBACK TO resolve_creator; RELEASE resolve_creator")?;
+                // Nothing transferred: recorded as positive evidence (rule A1).
+                detail["inherited_trust"] = json!(false);
+                detail["inherited_trust_reads"] = json!(false);
                 storage::audit::append(
                     tx,
-                    &now,
+                    now,
                     actor,
                     "session.create_refused",
                     Some(id),
@@ -149,16 +168,29 @@ impl Ledger {
                 )?;
                 return Ok(Err(refusal));
             }
-            storage::sessions::insert(tx, id, Some(creator), depth, Origin::Created, &now)?;
+            tx.execute_batch("RELEASE resolve_creator")?;
+            storage::sessions::insert(tx, id, Some(creator), depth, Origin::Created, now)?;
+            // Rule P1: the creator's posture as it stands now, under the write lock.
+            let posture = storage::postures::inherit(tx, id, creator, now)?;
+            let (inherited_trust, inherited_trust_reads) = posture_flags(posture);
             storage::audit::append(
                 tx,
-                &now,
+                now,
                 actor,
                 "session.create",
                 Some(id),
-                &json!({ "creator": creator, "depth": depth }),
+                &json!({
+                    "creator": creator,
+                    "depth": depth,
+                    "inherited_trust": inherited_trust,
+                    "inherited_trust_reads": inherited_trust_reads,
+                }),
             )?;
-            fetch(tx, id).map(Ok)
+            Ok(Ok(Created {
+                session: fetch(tx, id)?,
+                inherited_trust,
+                inherited_trust_reads,
+            }))
         })?
     }
 
@@ -245,9 +277,12 @@ impl Ledger {
     /// assert!(!ledger.state("stranger")?.known);
     /// # Ok(()) }
     /// ```
-    pub fn state(&self, id: &str) -> Result<LabelState> {
+    pub fn state(&self, id: &str) -> Result<SessionState> {
         validate_id(id)?;
-        if let Some(stored) = self.storage.read(|c| storage::labels::get(c, id))? {
+        if let Some(stored) = self
+            .storage
+            .read(|c| with_posture(c, storage::labels::get(c, id)?))?
+        {
             return Ok(stored);
         }
         let anchored = self.storage.read(|c| {
@@ -256,8 +291,7 @@ impl Ledger {
         if !anchored {
             return Ok(unknown(id));
         }
-        let now = self.now();
-        let stored = self.storage.write(|tx| materialize(tx, id, &now))?;
+        let stored = self.write(|tx, now| with_posture(tx, materialize(tx, id, now)?))?;
         Ok(stored.unwrap_or_else(|| unknown(id)))
     }
 
@@ -268,9 +302,10 @@ impl Ledger {
     /// # Errors
     ///
     /// [`Error::InvalidId`]; [`Error::Storage`].
-    pub fn stored_label(&self, id: &str) -> Result<Option<LabelState>> {
+    pub fn stored_label(&self, id: &str) -> Result<Option<SessionState>> {
         validate_id(id)?;
-        self.storage.read(|c| storage::labels::get(c, id))
+        self.storage
+            .read(|c| with_posture(c, storage::labels::get(c, id)?))
     }
 
     /// Raises the session's label (rule L1): the higher taint class, and the untrusted flag
@@ -295,18 +330,17 @@ impl Ledger {
             taint: raise.taint.unwrap_or(Taint::Public),
             untrusted: raise.untrusted,
         };
-        let now = self.now();
-        self.storage.write(|tx| {
+        self.write(|tx, now| {
             let stored =
-                materialize(tx, id, &now)?.ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+                materialize(tx, id, now)?.ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
             let before = stored.label();
             let after = before.join(requested);
             let changed = after != before;
             if changed {
-                storage::labels::raise(tx, id, after, &now)?;
+                storage::labels::raise(tx, id, after, now)?;
                 storage::audit::append(
                     tx,
-                    &now,
+                    now,
                     actor,
                     "label.raise",
                     Some(id),
@@ -322,8 +356,10 @@ impl Ledger {
         })
     }
 
-    /// Ends a live session. It stays in the ledger as a tombstone: its id is never reused and
-    /// its lineage and label remain readable.
+    /// Ends a live session, and with it the spawned sub-agents recorded under it (a sub-agent
+    /// lives and dies with the session that spawned it; created children are sessions of their
+    /// own and stay live). Each stays in the ledger as a tombstone: its id is never reused and
+    /// its lineage and label remain readable. One `session.end` audit row per session ended.
     ///
     /// # Errors
     ///
@@ -332,15 +368,20 @@ impl Ledger {
     pub fn end(&self, id: &str, actor: &str) -> Result<Session> {
         validate_id(id)?;
         validate_actor(actor)?;
-        let now = self.now();
-        self.storage.write(|tx| {
+        self.write(|tx, now| {
             let session = storage::sessions::get(tx, id)?
                 .ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
             if !session.is_live() {
                 return Err(Error::SessionEnded(id.to_owned()));
             }
-            storage::sessions::end(tx, id, &now)?;
-            storage::audit::append(tx, &now, actor, "session.end", Some(id), &json!({}))?;
+            for ended in storage::sessions::end_with_spawned(tx, id, now)? {
+                let detail = if ended == id {
+                    json!({})
+                } else {
+                    json!({ "ended_with": id })
+                };
+                storage::audit::append(tx, now, actor, "session.end", Some(&ended), &detail)?;
+            }
             fetch(tx, id)
         })
     }
@@ -418,9 +459,9 @@ impl Ledger {
     }
 }
 
-fn unknown(id: &str) -> LabelState {
+fn unknown(id: &str) -> SessionState {
     let label = Label::default();
-    LabelState {
+    SessionState {
         session: id.to_owned(),
         taint: label.taint,
         untrusted: label.untrusted,
@@ -428,7 +469,66 @@ fn unknown(id: &str) -> LabelState {
         materialized: None,
         materialized_at: None,
         raised_at: None,
+        trust: false,
+        trust_reads: false,
+        posture: None,
     }
+}
+
+/// Fills in the posture of a stored state: the row as it is, and whether it counts now.
+fn with_posture(
+    conn: &rusqlite::Connection,
+    state: Option<SessionState>,
+) -> Result<Option<SessionState>> {
+    let Some(mut state) = state else {
+        return Ok(None);
+    };
+    if let Some((ended, posture)) = storage::postures::decision_facts(conn, &state.session)? {
+        let counts = |level| {
+            !ended
+                && posture
+                    .as_ref()
+                    .is_some_and(|p| p.current && p.level == level)
+        };
+        state.trust = counts(PostureLevel::Trust);
+        state.trust_reads = counts(PostureLevel::TrustReads);
+        state.posture = posture;
+    }
+    Ok(Some(state))
+}
+
+/// `(inherited_trust, inherited_trust_reads)` for the audit of an allocation.
+pub(crate) fn posture_flags(level: Option<PostureLevel>) -> (bool, bool) {
+    (
+        level == Some(PostureLevel::Trust),
+        level == Some(PostureLevel::TrustReads),
+    )
+}
+
+/// The time of a write, read under its write lock: as a time and in the stored form.
+pub(crate) struct Now {
+    pub(crate) time: chrono::DateTime<chrono::Utc>,
+    pub(crate) text: String,
+}
+
+impl std::ops::Deref for Now {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+/// A created child, and what it was born with.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Created {
+    /// The new session.
+    #[serde(flatten)]
+    pub session: Session,
+    /// It inherited its creator's `trust` (rule P1).
+    pub inherited_trust: bool,
+    /// It inherited its creator's `trust_reads` (rule P1; never widened to `trust`, P2).
+    pub inherited_trust_reads: bool,
 }
 
 fn fetch(tx: &Transaction<'_>, id: &str) -> Result<Session> {
@@ -437,7 +537,7 @@ fn fetch(tx: &Transaction<'_>, id: &str) -> Result<Session> {
 }
 
 /// The nearest recorded session on the spawned chain above `id` (excluding `id` itself).
-fn spawn_anchor(conn: &rusqlite::Connection, id: &str) -> Result<Option<Session>> {
+pub(crate) fn spawn_anchor(conn: &rusqlite::Connection, id: &str) -> Result<Option<Session>> {
     for ancestor in spawned_chain(id).into_iter().skip(1) {
         if let Some(session) = storage::sessions::get(conn, ancestor)? {
             return Ok(Some(session));
@@ -448,7 +548,7 @@ fn spawn_anchor(conn: &rusqlite::Connection, id: &str) -> Result<Option<Session>
 
 /// Finds `id` inside a write transaction, recording it (and any missing spawned ancestors) when
 /// it is a spawned id of a recorded session. `None` when it is neither.
-fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<Session>> {
+pub(crate) fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<Session>> {
     if let Some(session) = storage::sessions::get(tx, id)? {
         return Ok(Some(session));
     }
@@ -464,13 +564,30 @@ fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<Session>>
         depth += 1;
         let (child, parent) = (chain[i], chain[i + 1]);
         storage::sessions::insert(tx, child, Some(parent), depth, Origin::Spawned, now)?;
+        // A sub-agent lives and dies with the session that spawned it: one first seen under an
+        // ended session is recorded as ended. Rule P3: a spawned child's first sight is its
+        // allocation; an ended parent's posture does not count, so it passes nothing on.
+        let parent_live = storage::sessions::get(tx, parent)?.is_some_and(|p| p.is_live());
+        let posture = if parent_live {
+            storage::postures::inherit(tx, child, parent, now)?
+        } else {
+            storage::sessions::end(tx, child, now)?;
+            None
+        };
+        let (inherited_trust, inherited_trust_reads) = posture_flags(posture);
         storage::audit::append(
             tx,
             now,
             LEDGER_ACTOR,
             "session.spawn",
             Some(child),
-            &json!({ "created_by": parent, "depth": depth }),
+            &json!({
+                "created_by": parent,
+                "depth": depth,
+                "inherited_trust": inherited_trust,
+                "inherited_trust_reads": inherited_trust_reads,
+                "ended": !parent_live,
+            }),
         )?;
     }
     fetch(tx, id).map(Some)
@@ -479,7 +596,11 @@ fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<Session>>
 /// Rules L2 and L3 inside a write transaction: the stored label of `id`, materializing it (and
 /// its unmaterialized path, and for a spawned id its missing rows) first if needed. `None` when
 /// `id` is unknown and not a spawned id of a recorded session.
-fn materialize(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Option<LabelState>> {
+pub(crate) fn materialize(
+    tx: &Transaction<'_>,
+    id: &str,
+    now: &str,
+) -> Result<Option<SessionState>> {
     if let Some(stored) = storage::labels::get(tx, id)? {
         return Ok(Some(stored));
     }

@@ -55,18 +55,29 @@
 mod audit;
 mod clock;
 mod config;
+mod decisions;
 mod error;
+mod grants;
 mod labels;
 mod ledger;
+mod postures;
 mod sessions;
 mod storage;
 
 pub use audit::{AuditEntry, AuditQuery, LEDGER_ACTOR};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use config::{Config, Synchronous};
+pub use decisions::{Decision, Reason, Verdict};
 pub use error::{Error, IdProblem, Result, StorageError};
-pub use labels::{Label, LabelState, Materialized, Raise, RaiseOutcome, Taint};
-pub use ledger::Ledger;
+pub use grants::{
+    parse_ttl, pattern_matches, validate_pattern, validate_scope_name, CommandPattern, Scope,
+    MAX_PATTERN_LEN, MAX_SCOPE_NAME_LEN, MAX_TTL,
+};
+pub use labels::{Label, Materialized, Raise, RaiseOutcome, SessionState, Taint};
+pub use ledger::{Created, Ledger};
+pub use postures::{
+    Affected, EpochStart, Posture, PostureLevel, PostureSource, Propagation, Revocation,
+};
 pub use sessions::{
     spawned_chain, spawned_parent, validate_actor, validate_id, Origin, Session, TreeEntry,
     MAX_ACTOR_LEN, MAX_ID_LEN,

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use session_ledger::{
-    AuditEntry, AuditQuery, Config, Error, LabelState, Ledger, Materialized, Raise, Session, Taint,
-    TreeEntry,
+    Affected, AuditEntry, AuditQuery, Config, Created, Decision, Error, Ledger, Materialized,
+    Posture, PostureLevel, PostureSource, Propagation, Raise, Reason, Revocation, Session,
+    SessionState, Taint, TreeEntry,
 };
 
 /// An embedded ledger of agent sessions: who created whom, and the labels that follow.
@@ -90,12 +91,151 @@ enum Command {
         #[arg(long, value_name = "N")]
         limit: Option<u32>,
     },
+    /// Grant a posture on a session: full trust, or trust for read-only commands.
+    #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]
+    Trust {
+        /// The session's id.
+        id: String,
+        /// Full trust: every tool call is approved.
+        #[arg(long)]
+        full: bool,
+        /// Read-only trust: commands classified read-only are approved.
+        #[arg(long)]
+        reads: bool,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Revoke postures from a session: say how far (there is no default).
+    #[command(group(clap::ArgGroup::new("propagation").required(true).args(["cascade", "local", "preview"])))]
+    Revoke {
+        /// The session's id.
+        id: String,
+        /// This session and every descendant, created or spawned, in one statement.
+        #[arg(long)]
+        cascade: bool,
+        /// This session only; lists the descendants still holding a posture through it.
+        #[arg(long)]
+        local: bool,
+        /// Change nothing: list who a cascade would change, with a token.
+        #[arg(long)]
+        preview: bool,
+        /// Apply the cascade only if nothing changed since the preview that printed this token.
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Clear every session's posture.
+    RevokeAll {
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Command patterns: grants for one session, never inherited.
+    #[command(subcommand)]
+    Pattern(PatternCommand),
+    /// Override scopes: named grants with an expiry, never inherited.
+    #[command(subcommand)]
+    Scope(ScopeCommand),
+    /// Decide whether a session may run a command now; exits 0 for approve and ask alike.
+    Decide {
+        /// The session's id.
+        id: String,
+        /// The caller classified the command as read-only.
+        #[arg(long)]
+        read_only: bool,
+        /// The command line, after `--`.
+        #[arg(required = true, last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Posture epochs: the lifetime of one run of the dashboard.
+    #[command(subcommand)]
+    Epoch(EpochCommand),
     /// Build an example ledger in a new file of its own and walk through it.
     Demo {
         /// Where to write the demo ledger (must not exist); default a new file in the temp dir.
         #[arg(long, value_name = "PATH")]
         path: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum PatternCommand {
+    /// Allow a command pattern for a session: an exact command, or a glob where * matches
+    /// any run of characters.
+    Add {
+        /// The session's id.
+        id: String,
+        /// The pattern.
+        pattern: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Remove a command pattern from a session.
+    Remove {
+        /// The session's id.
+        id: String,
+        /// The pattern.
+        pattern: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// List a session's command patterns.
+    List {
+        /// The session's id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ScopeCommand {
+    /// Grant an override scope for a time: --ttl 30s, 15m, 2h, 1d.
+    Grant {
+        /// The session's id.
+        id: String,
+        /// The scope's name.
+        name: String,
+        /// How long it lasts.
+        #[arg(long, value_name = "DURATION")]
+        ttl: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Revoke a live override scope before it expires.
+    Revoke {
+        /// The session's id.
+        id: String,
+        /// The scope's name.
+        name: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// List a session's override scopes.
+    List {
+        /// The session's id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum EpochCommand {
+    /// Start a new epoch: postures of the previous one stop counting, unless --durable.
+    Start {
+        /// Carry the previous epoch's postures into the new one.
+        #[arg(long)]
+        durable: bool,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Show the current epoch.
+    Show,
 }
 
 fn main() -> ExitCode {
@@ -187,11 +327,25 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Create { id, by, actor: who } => {
             let ledger = open_existing(&cli.db)?;
             let who = actor(who);
-            let session = match by {
+            let created = match by {
                 Some(creator) => ledger.create_child(id, creator, &who)?,
-                None => ledger.create_root(id, &who)?,
+                None => Created {
+                    session: ledger.create_root(id, &who)?,
+                    inherited_trust: false,
+                    inherited_trust_reads: false,
+                },
             };
-            print_session(out, cli.json, &session, "created")?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string(&created)?)?;
+            } else {
+                let born = match (created.inherited_trust, created.inherited_trust_reads) {
+                    (true, _) => "; born with trust",
+                    (_, true) => "; born with trust_reads",
+                    _ if created.session.created_by.is_some() => "; born with no posture",
+                    _ => "",
+                };
+                print_session(out, false, &created.session, "created", born)?;
+            }
         }
         Command::State { id } => {
             let ledger = open_existing(&cli.db)?;
@@ -238,7 +392,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::End { id, actor: who } => {
             let ledger = open_existing(&cli.db)?;
             let session = ledger.end(id, &actor(who))?;
-            print_session(out, cli.json, &session, "ended")?;
+            print_session(out, cli.json, &session, "ended", "")?;
         }
         Command::Tree { id } => {
             let ledger = open_existing(&cli.db)?;
@@ -260,6 +414,107 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             query.limit = *limit;
             print_audit(out, cli.json, &ledger.audit(&query)?)?;
         }
+        Command::Trust {
+            id,
+            full,
+            reads: _,
+            actor: who,
+        } => {
+            let ledger = open_existing(&cli.db)?;
+            let level = if *full {
+                PostureLevel::Trust
+            } else {
+                PostureLevel::TrustReads
+            };
+            let posture = ledger.grant(id, level, &actor(who))?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string(&posture)?)?;
+            } else {
+                writeln!(
+                    out,
+                    "{id}: {} granted by {} (epoch {})",
+                    posture.level, posture.granted_by, posture.epoch
+                )?;
+            }
+        }
+        Command::Revoke {
+            id,
+            cascade,
+            local,
+            preview: _,
+            token,
+            actor: who,
+        } => {
+            if token.is_some() && !*cascade {
+                return Err(CliError::Usage(
+                    "--token applies a preview to a cascade: use it with --cascade".into(),
+                ));
+            }
+            let propagation = if *cascade {
+                Propagation::Cascade {
+                    token: token.clone(),
+                }
+            } else if *local {
+                Propagation::Local
+            } else {
+                Propagation::Preview
+            };
+            let ledger = open_existing(&cli.db)?;
+            let revocation = ledger.revoke(id, propagation, &actor(who))?;
+            print_revocation(out, cli.json, &revocation)?;
+        }
+        Command::RevokeAll { actor: who } => {
+            let ledger = open_existing(&cli.db)?;
+            let revocation = ledger.revoke_all(&actor(who))?;
+            print_revocation(out, cli.json, &revocation)?;
+        }
+        Command::Pattern(command) => pattern(out, cli, command)?,
+        Command::Scope(command) => scope(out, cli, command)?,
+        Command::Decide {
+            id,
+            read_only,
+            command,
+        } => {
+            let ledger = open_existing(&cli.db)?;
+            let decision = ledger.decide(id, &command.join(" "), *read_only)?;
+            if cli.json {
+                let v =
+                    serde_json::json!({ "verdict": decision.verdict, "reason": decision.reason });
+                writeln!(out, "{v}")?;
+            } else {
+                writeln!(out, "{}", describe_decision(&decision))?;
+            }
+        }
+        Command::Epoch(EpochCommand::Start {
+            durable,
+            actor: who,
+        }) => {
+            let ledger = Ledger::open_with(
+                &cli.db,
+                Config::default()
+                    .create_if_missing(false)
+                    .durable_postures(*durable),
+            )?;
+            let start = ledger.start_epoch(&actor(who))?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string(&start)?)?;
+            } else {
+                writeln!(
+                    out,
+                    "epoch {} started: {} postures lapsed, {} carried over",
+                    start.epoch, start.lapsed, start.carried
+                )?;
+            }
+        }
+        Command::Epoch(EpochCommand::Show) => {
+            let ledger = open_existing(&cli.db)?;
+            let epoch = ledger.current_epoch()?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::json!({ "epoch": epoch }))?;
+            } else {
+                writeln!(out, "current epoch: {epoch}")?;
+            }
+        }
         Command::Demo { path } => demo(out, path.as_deref())?,
     }
     Ok(())
@@ -269,11 +524,224 @@ fn label_words(label: session_ledger::Label) -> String {
     if label.untrusted {
         format!("{}, untrusted", label.taint)
     } else {
-        format!("{}, trusted", label.taint)
+        label.taint.to_string()
     }
 }
 
-fn describe_state(state: &LabelState) -> String {
+fn posture_words(p: &Posture) -> String {
+    let lapsed = if p.current {
+        String::new()
+    } else {
+        format!(", lapsed with epoch {}", p.epoch)
+    };
+    match p.source {
+        PostureSource::Granted => format!("{} granted by {}{lapsed}", p.level, p.granted_by),
+        PostureSource::Inherited => format!(
+            "{} inherited via {} from {}'s grant on {}{lapsed}",
+            p.level,
+            p.chain.join(" > "),
+            p.granted_by,
+            p.granted_on
+        ),
+    }
+}
+
+fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<(), CliError> {
+    let ledger = open_existing(&cli.db)?;
+    match command {
+        PatternCommand::Add {
+            id,
+            pattern,
+            actor: who,
+        } => {
+            let added = ledger.add_pattern(id, pattern, &actor(who))?;
+            if cli.json {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "session": id, "pattern": pattern, "added": added })
+                )?;
+            } else if added {
+                writeln!(out, "{id}: pattern {pattern:?} added")?;
+            } else {
+                writeln!(
+                    out,
+                    "{id}: already had pattern {pattern:?}; nothing changed"
+                )?;
+            }
+        }
+        PatternCommand::Remove {
+            id,
+            pattern,
+            actor: who,
+        } => {
+            ledger.remove_pattern(id, pattern, &actor(who))?;
+            if cli.json {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "session": id, "pattern": pattern, "removed": true })
+                )?;
+            } else {
+                writeln!(out, "{id}: pattern {pattern:?} removed")?;
+            }
+        }
+        PatternCommand::List { id } => {
+            for p in ledger.patterns(id)? {
+                if cli.json {
+                    writeln!(out, "{}", serde_json::to_string(&p)?)?;
+                } else {
+                    writeln!(
+                        out,
+                        "{:?}  (added by {} at {})",
+                        p.pattern,
+                        p.added_by,
+                        session_ledger::format_ts(p.added_at)
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), CliError> {
+    match command {
+        ScopeCommand::Grant {
+            id,
+            name,
+            ttl,
+            actor: who,
+        } => {
+            let ttl = session_ledger::parse_ttl(ttl)?;
+            let ledger = open_existing(&cli.db)?;
+            let scope = ledger.grant_scope(id, name, ttl, &actor(who))?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string(&scope)?)?;
+            } else {
+                writeln!(
+                    out,
+                    "{id}: scope {name} granted until {}",
+                    session_ledger::format_ts(scope.expires_at)
+                )?;
+            }
+        }
+        ScopeCommand::Revoke {
+            id,
+            name,
+            actor: who,
+        } => {
+            let ledger = open_existing(&cli.db)?;
+            ledger.revoke_scope(id, name, &actor(who))?;
+            if cli.json {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "session": id, "scope": name, "revoked": true })
+                )?;
+            } else {
+                writeln!(out, "{id}: scope {name} revoked")?;
+            }
+        }
+        ScopeCommand::List { id } => {
+            let ledger = open_existing(&cli.db)?;
+            for s in ledger.scopes(id)? {
+                if cli.json {
+                    writeln!(out, "{}", serde_json::to_string(&s)?)?;
+                } else {
+                    let state = match s.revoked_at {
+                        Some(at) => format!("revoked at {}", session_ledger::format_ts(at)),
+                        None => format!("expires {}", session_ledger::format_ts(s.expires_at)),
+                    };
+                    writeln!(out, "{}  granted by {}, {state}", s.name, s.granted_by)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn describe_decision(d: &Decision) -> String {
+    let why = match &d.reason {
+        Reason::Trust { posture } | Reason::TrustReads { posture } => posture_words(posture),
+        Reason::Pattern { pattern, added_by } => format!("pattern {pattern:?} added by {added_by}"),
+        Reason::Scope {
+            scope,
+            granted_by,
+            expires_at,
+        } => format!(
+            "scope {scope} granted by {granted_by}, until {}",
+            session_ledger::format_ts(*expires_at)
+        ),
+        Reason::UnknownSession => "the ledger does not know this session".to_owned(),
+        Reason::SessionEnded => "the session has ended".to_owned(),
+        Reason::Nothing {
+            reads_only,
+            lapsed_epoch,
+        } => match (reads_only, lapsed_epoch) {
+            (true, _) => "trust_reads covers read-only commands only".to_owned(),
+            (_, Some(epoch)) => format!("its posture lapsed with epoch {epoch}"),
+            _ => "no posture, pattern or scope admits it".to_owned(),
+        },
+        _ => "see --json".to_owned(),
+    };
+    let verdict = match d.verdict {
+        session_ledger::Verdict::Approve => "approve",
+        session_ledger::Verdict::Ask => "ask",
+    };
+    format!("{verdict}: {why}")
+}
+
+fn affected_line(a: &Affected) -> String {
+    let how = if a.granted_directly {
+        "granted"
+    } else {
+        "inherited"
+    };
+    let lapsed = if a.current { "" } else { ", lapsed" };
+    format!("{}  depth {}  {} ({how}{lapsed})", a.id, a.depth, a.posture)
+}
+
+fn print_revocation(out: &mut impl Write, json: bool, r: &Revocation) -> Result<(), CliError> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string(r)?)?;
+        return Ok(());
+    }
+    let root = r.root.as_deref().unwrap_or("every session");
+    match r.propagation {
+        "preview" => writeln!(
+            out,
+            "a cascade from {root} would change {} sessions:",
+            r.count
+        )?,
+        "global" => writeln!(out, "revoked {} postures (global)", r.count)?,
+        how => writeln!(out, "revoked {} postures ({how} from {root})", r.count)?,
+    }
+    for a in &r.sessions {
+        writeln!(out, "  {}", affected_line(a))?;
+    }
+    if let Some(holding) = &r.still_holding {
+        writeln!(
+            out,
+            "{} descendants still hold a posture inherited through {root}{}",
+            holding.len(),
+            if holding.is_empty() { "" } else { ":" }
+        )?;
+        for a in holding {
+            writeln!(out, "  {}", affected_line(a))?;
+        }
+    }
+    if let Some(token) = &r.token {
+        writeln!(out, "token: {token}")?;
+        writeln!(
+            out,
+            "apply: session-ledger revoke {root} --cascade --token {token}"
+        )?;
+    }
+    Ok(())
+}
+
+fn describe_state(state: &SessionState) -> String {
     let how = match (&state.materialized, state.known) {
         (_, false) => " (unknown id: the default, nothing recorded)".to_owned(),
         (Some(Materialized::Born), _) => " (root, born with the default)".to_owned(),
@@ -286,8 +754,12 @@ fn describe_state(state: &LabelState) -> String {
     } else {
         ""
     };
+    let posture = match &state.posture {
+        Some(p) => format!("; posture: {}", posture_words(p)),
+        None => String::new(),
+    };
     format!(
-        "{}: {}{how}{raised}",
+        "{}: {}{how}{raised}{posture}",
         state.session,
         label_words(state.label())
     )
@@ -298,13 +770,14 @@ fn print_session(
     json: bool,
     s: &Session,
     verb: &str,
+    note: &str,
 ) -> Result<(), CliError> {
     if json {
         writeln!(out, "{}", serde_json::to_string(s)?)?;
     } else {
         match &s.created_by {
-            Some(by) => writeln!(out, "{verb} {} (by {by}, depth {})", s.id, s.depth)?,
-            None => writeln!(out, "{verb} {} (root)", s.id)?,
+            Some(by) => writeln!(out, "{verb} {} (by {by}, depth {}{note})", s.id, s.depth)?,
+            None => writeln!(out, "{verb} {} (root{note})", s.id)?,
         }
     }
     Ok(())
@@ -352,7 +825,14 @@ fn print_tree(
         line.push_str(&e.session.id);
         let label = ledger.stored_label(&e.session.id)?;
         match label {
-            Some(l) => line.push_str(&format!("  [{}]", label_words(l.label()))),
+            Some(l) => {
+                let posture = match (l.trust, l.trust_reads) {
+                    (true, _) => "; trust",
+                    (_, true) => "; trust_reads",
+                    _ => "",
+                };
+                line.push_str(&format!("  [{}{posture}]", label_words(l.label())));
+            }
             None => line.push_str("  [not materialized]"),
         }
         if e.session.origin == session_ledger::Origin::Spawned {
@@ -403,101 +883,175 @@ fn demo(out: &mut impl Write, path: Option<&Path>) -> Result<(), CliError> {
     }
     let ledger = Ledger::open(&path)?;
     let op = "operator";
-    writeln!(out, "# demo ledger: {}\n", path.display())?;
+    let secret = Raise {
+        taint: Some(Taint::Secret),
+        untrusted: false,
+    };
+    let untrusted = Raise {
+        taint: None,
+        untrusted: true,
+    };
+    writeln!(out, "# demo ledger: {}", path.display())?;
 
-    writeln!(
+    section(
         out,
-        "## an operator opens a conductor; it dispatches two workers"
+        "an operator opens a conductor and trusts it; it dispatches two workers",
     )?;
     ledger.create_root("conductor", op)?;
-    ledger.create_child("worker-1", "conductor", op)?;
+    ledger.grant("conductor", PostureLevel::Trust, op)?;
+    let w1 = ledger.create_child("worker-1", "conductor", op)?;
     ledger.create_child("worker-2", "conductor", op)?;
-    writeln!(out, "$ session-ledger state worker-1")?;
-    writeln!(out, "{}", describe_state(&ledger.state("worker-1")?))?;
+    let born = if w1.inherited_trust {
+        "trust"
+    } else {
+        "no posture"
+    };
+    step(
+        out,
+        "create worker-1 --by conductor",
+        &format!("created worker-1 (by conductor, depth 1; born with {born})"),
+    )?;
+    step(
+        out,
+        "state worker-1",
+        &describe_state(&ledger.state("worker-1")?),
+    )?;
 
-    writeln!(
+    section(
         out,
-        "\n## the conductor reads a secret; worker-2 has not been read yet"
+        "the conductor reads a secret; worker-2 has not been read yet",
     )?;
-    let r = ledger.raise(
-        "conductor",
-        Raise {
-            taint: Some(Taint::Secret),
-            untrusted: false,
-        },
-        op,
-    )?;
-    writeln!(out, "$ session-ledger raise conductor --taint secret")?;
-    writeln!(
+    let r = ledger.raise("conductor", secret, op)?;
+    step(
         out,
-        "conductor: {} -> {}",
-        label_words(r.before),
-        label_words(r.after)
+        "raise conductor --taint secret",
+        &format!(
+            "conductor: {} -> {}",
+            label_words(r.before),
+            label_words(r.after)
+        ),
     )?;
-    writeln!(
+    step(
         out,
-        "$ session-ledger state worker-2   # first read: inherits from the conductor"
+        "state worker-2   # first read: inherits from the conductor",
+        &describe_state(&ledger.state("worker-2")?),
     )?;
-    writeln!(out, "{}", describe_state(&ledger.state("worker-2")?))?;
-    writeln!(
+    step(
         out,
-        "$ session-ledger state worker-1   # materialized before the raise: unchanged"
+        "state worker-1   # materialized before the raise: unchanged",
+        &describe_state(&ledger.state("worker-1")?),
     )?;
-    writeln!(out, "{}", describe_state(&ledger.state("worker-1")?))?;
 
-    writeln!(
+    section(
         out,
-        "\n## worker-2 spawns a sub-agent the ledger never saw being made"
+        "worker-2 spawns a sub-agent the ledger never saw being made",
     )?;
-    writeln!(out, "$ session-ledger state sub-worker-2-1")?;
-    writeln!(out, "{}", describe_state(&ledger.state("sub-worker-2-1")?))?;
+    step(
+        out,
+        "state sub-worker-2-1",
+        &describe_state(&ledger.state("sub-worker-2-1")?),
+    )?;
+    step(
+        out,
+        "decide sub-worker-2-1 -- make deploy",
+        &describe_decision(&ledger.decide("sub-worker-2-1", "make deploy", false)?),
+    )?;
 
-    writeln!(
+    section(
         out,
-        "\n## a tainted branch: worker-1 reads untrusted web content and dispatches"
+        "a tainted branch: worker-1 reads untrusted web content and dispatches",
     )?;
-    ledger.raise(
-        "worker-1",
-        Raise {
-            taint: None,
-            untrusted: true,
-        },
-        op,
-    )?;
+    ledger.raise("worker-1", untrusted, op)?;
     ledger.create_child("worker-1a", "worker-1", op)?;
-    writeln!(out, "$ session-ledger state worker-1a")?;
-    writeln!(out, "{}", describe_state(&ledger.state("worker-1a")?))?;
-    writeln!(
+    step(
         out,
-        "$ session-ledger state sub-sub-worker-1a-1-1   # nested spawn, missing middle"
+        "state worker-1a",
+        &describe_state(&ledger.state("worker-1a")?),
     )?;
-    writeln!(
+    step(
         out,
-        "{}",
-        describe_state(&ledger.state("sub-sub-worker-1a-1-1")?)
+        "state sub-sub-worker-1a-1-1   # nested spawn, missing middle",
+        &describe_state(&ledger.state("sub-sub-worker-1a-1-1")?),
     )?;
 
-    writeln!(
+    section(
         out,
-        "\n## worker-2 ends; it stays as a tombstone and cannot dispatch"
+        "a grant judged for one session does not follow a delegation",
+    )?;
+    ledger.create_root("reviewer", op)?;
+    ledger.add_pattern("reviewer", "npm test", op)?;
+    ledger.create_child("helper", "reviewer", op)?;
+    step(
+        out,
+        "pattern add reviewer 'npm test'",
+        "reviewer: pattern \"npm test\" added",
+    )?;
+    step(
+        out,
+        "create helper --by reviewer",
+        "created helper (by reviewer, depth 1; born with no posture)",
+    )?;
+    let decide = |id| {
+        ledger
+            .decide(id, "npm test", false)
+            .map(|d| describe_decision(&d))
+    };
+    step(out, "decide reviewer -- npm test", &decide("reviewer")?)?;
+    step(out, "decide helper -- npm test", &decide("helper")?)?;
+
+    section(
+        out,
+        "the operator revokes the conductor's trust across its whole tree",
+    )?;
+    let preview = ledger.revoke("conductor", Propagation::Preview, op)?;
+    step(out, "revoke conductor --preview", "")?;
+    print_revocation(out, false, &preview)?;
+    let applied = ledger.revoke(
+        "conductor",
+        Propagation::Cascade {
+            token: preview.token.clone(),
+        },
+        op,
+    )?;
+    step(out, "revoke conductor --cascade --token ...", "")?;
+    print_revocation(out, false, &applied)?;
+    step(
+        out,
+        "decide sub-worker-2-1 -- make deploy",
+        &describe_decision(&ledger.decide("sub-worker-2-1", "make deploy", false)?),
+    )?;
+
+    section(
+        out,
+        "worker-2 ends; it stays as a tombstone and cannot dispatch",
     )?;
     ledger.end("worker-2", op)?;
-    match ledger.create_child("worker-2b", "worker-2", op) {
-        Err(e) => writeln!(
-            out,
-            "$ session-ledger create worker-2b --by worker-2\nrefused: {e}"
-        )?,
-        Ok(_) => writeln!(out, "unexpected: an ended session created a child")?,
-    }
+    let refused = match ledger.create_child("worker-2b", "worker-2", op) {
+        Err(e) => format!("refused: {e}"),
+        Ok(_) => "unexpected: an ended session created a child".to_owned(),
+    };
+    step(out, "create worker-2b --by worker-2", &refused)?;
 
-    writeln!(out, "\n## the tree")?;
+    section(out, "the tree")?;
     print_tree(out, false, &ledger, &ledger.forest()?)?;
-    writeln!(out, "\n## the audit trail")?;
+    section(out, "the audit trail")?;
     print_audit(out, false, &ledger.audit(&AuditQuery::all())?)?;
     writeln!(
         out,
         "\nlook inside: sqlite3 -readonly {} 'SELECT * FROM session_tree'",
         path.display()
     )?;
+    Ok(())
+}
+
+fn section(out: &mut impl Write, title: &str) -> io::Result<()> {
+    writeln!(out, "\n## {title}")
+}
+
+fn step(out: &mut impl Write, command: &str, output: &str) -> io::Result<()> {
+    writeln!(out, "$ session-ledger {command}")?;
+    if !output.is_empty() {
+        writeln!(out, "{output}")?;
+    }
     Ok(())
 }

@@ -361,3 +361,29 @@ fn two_threads_reading_the_same_child_first_both_see_the_same_label_and_it_is_ma
     }
     Ok(())
 }
+
+#[test]
+fn a_label_written_by_hand_cannot_skip_its_creators_taint() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > low; root > high; high > child");
+    f.raise("high", Some(Taint::Secret), true);
+    let conn = f.sql();
+    for sql in [
+        // Naming an unrelated, lower session as the source.
+        "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how, inherited_from)
+         VALUES ('child', 'private', 0, '2026-01-01T00:00:00.000Z', 'inherited', 'root')",
+        // A made-up source.
+        "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how, inherited_from)
+         VALUES ('child', 'public', 0, '2026-01-01T00:00:00.000Z', 'inherited', 'nobody')",
+        // Born below the default.
+        "INSERT INTO sessions (id, depth, origin, created_at) VALUES ('r2', 0, 'root', '2026-01-01T00:00:00.000Z');
+         INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+         VALUES ('r2', 'public', 0, '2026-01-01T00:00:00.000Z', 'born')",
+    ] {
+        let err = conn.execute_batch(&format!("BEGIN; {sql}; COMMIT;")).expect_err(sql);
+        assert!(err.to_string().contains("rule L2") || err.to_string().contains("cannot be lower"), "{sql}: {err}");
+        conn.execute_batch("ROLLBACK").ok();
+    }
+    assert_eq!(f.ledger.state("child")?.label(), SECRET_UNTRUSTED);
+    Ok(())
+}

@@ -339,13 +339,19 @@ fn every_change_writes_its_audit_row() -> TestResult {
         ("ledger", "label.inherit", "sub-a-1"),
         ("test", "label.raise", "a"),
         ("carol", "session.end", "a"),
+        ("carol", "session.end", "sub-a-1"),
     ]
     .map(|(a, k, s)| (a.to_owned(), k.to_owned(), Some(s.to_owned())));
     assert_eq!(trail, expected);
     let create = &f.ledger.audit(&AuditQuery::all().kind("session.create"))?[0];
     assert_eq!(
         create.detail,
-        serde_json::json!({ "creator": "root", "depth": 1 })
+        serde_json::json!({
+            "creator": "root",
+            "depth": 1,
+            "inherited_trust": false,
+            "inherited_trust_reads": false,
+        })
     );
     let raise = &f.ledger.audit(&AuditQuery::all().kind("label.raise"))?[0];
     assert_eq!(raise.detail["before"]["taint"], "private");
@@ -423,13 +429,66 @@ fn a_spawned_id_under_an_ended_session_cannot_create_and_is_not_recorded_by_tryi
     let err = f
         .ledger
         .create_child("kid", "sub-gone-1", "test")
-        .expect_err("ended anchor");
+        .expect_err("a sub-agent of an ended session");
     assert!(
-        matches!(err, Error::SessionEnded(ref id) if id == "gone"),
+        matches!(err, Error::SessionEnded(ref id) if id == "sub-gone-1"),
         "{err}"
     );
     assert_eq!(f.snapshot(), before);
     // Its label can still be read: taint follows the tree whatever the session's state.
     assert!(f.ledger.state("sub-gone-1")?.known);
+    Ok(())
+}
+
+#[test]
+fn ending_a_session_ends_its_spawned_sub_agents_but_not_its_created_children() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > conductor; conductor > worker");
+    f.ledger.state("sub-sub-conductor-1-1")?;
+    f.ledger.state("sub-worker-1")?;
+    f.ledger.end("conductor", "op")?;
+    let live = |id: &str| {
+        f.ledger
+            .session(id)
+            .expect("lookup")
+            .expect("recorded")
+            .is_live()
+    };
+    assert!(!live("conductor"));
+    assert!(!live("sub-conductor-1"));
+    assert!(!live("sub-sub-conductor-1-1"));
+    assert!(live("worker"));
+    assert!(live("sub-worker-1"));
+    let ended = f.ledger.audit(&AuditQuery::all().kind("session.end"))?;
+    let ids: Vec<_> = ended.iter().filter_map(|e| e.session.as_deref()).collect();
+    assert_eq!(
+        ids,
+        ["conductor", "sub-conductor-1", "sub-sub-conductor-1-1"]
+    );
+    assert_eq!(ended[1].detail["ended_with"], "conductor");
+    // A sub-agent first seen after its session ended is recorded as ended.
+    f.ledger.state("sub-conductor-2")?;
+    assert!(!live("sub-conductor-2"));
+    Ok(())
+}
+
+#[test]
+fn a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal() -> TestResult {
+    let f = Fixture::with(Config::default().max_depth(1));
+    f.ledger.create_root("r", "test")?;
+    let before = f.count("sessions");
+    let err = f
+        .ledger
+        .create_child("kid", "sub-r-1", "test")
+        .expect_err("too deep");
+    assert!(matches!(err, Error::DepthLimit { depth: 2, .. }), "{err}");
+    assert_eq!(f.count("sessions"), before);
+    let kinds: Vec<_> = f
+        .ledger
+        .audit(&AuditQuery::all())?
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["session.root", "session.create_refused"]);
     Ok(())
 }

@@ -5,10 +5,10 @@ use rusqlite::{named_params, Connection, OptionalExtension, Transaction};
 
 use super::{opt_ts, ts};
 use crate::error::{Error, Result};
-use crate::labels::{Label, LabelState, Materialized, Taint};
+use crate::labels::{Label, Materialized, SessionState, Taint};
 
 /// A stored label with its provenance.
-pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<LabelState>> {
+pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
     let mut stmt = conn.prepare_cached(
         "SELECT taint, untrusted, materialized_how, inherited_from, materialized_at, raised_at
            FROM labels WHERE session_id = :id",
@@ -37,7 +37,7 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<LabelState>> {
             )))
         }
     };
-    Ok(Some(LabelState {
+    Ok(Some(SessionState {
         session: id.to_owned(),
         taint: parse_taint(id, &taint)?,
         untrusted,
@@ -45,6 +45,9 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<LabelState>> {
         materialized: Some(materialized),
         materialized_at: Some(ts("labels.materialized_at", &materialized_at)?),
         raised_at: opt_ts("labels.raised_at", raised_at)?,
+        trust: false,
+        trust_reads: false,
+        posture: None,
     }))
 }
 
@@ -79,7 +82,9 @@ pub(crate) struct Inherited {
 
 /// Rule L2 in one statement: walks `created_by` up from `id` to the nearest materialized
 /// ancestor, and gives `id` and every unmaterialized session on that path the ancestor's label.
-/// Returns the labels written, nearest to `id` first; empty when `id` is already materialized.
+/// The path is written farthest first, so each session's creator is materialized before it
+/// (the trigger `labels_inherit_faithfully` checks each label against its creator's). Returns
+/// the labels written, farthest from `id` first; empty when `id` is already materialized.
 pub(crate) fn materialize_path(
     tx: &Transaction<'_>,
     id: &str,
@@ -107,7 +112,8 @@ pub(crate) fn materialize_path(
            FROM ancestors AS a, source
           WHERE NOT a.materialized
           ORDER BY a.hops DESC
-         RETURNING session_id, taint, untrusted, inherited_from",
+         RETURNING session_id, taint, untrusted, inherited_from,
+                   (SELECT depth FROM sessions WHERE sessions.id = labels.session_id)",
     )?;
     let rows = stmt.query_map(named_params! { ":id": id, ":now": now }, |row| {
         Ok((
@@ -115,11 +121,14 @@ pub(crate) fn materialize_path(
             row.get::<_, String>(1)?,
             row.get::<_, bool>(2)?,
             row.get::<_, String>(3)?,
+            row.get::<_, i64>(4)?,
         ))
     })?;
+    let mut rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    // RETURNING gives no order; the audit lists the path from the top down.
+    rows.sort_by_key(|row| row.4);
     let mut written = Vec::new();
-    for row in rows {
-        let (session, taint, untrusted, from) = row?;
+    for (session, taint, untrusted, from, _) in rows {
         let taint = parse_taint(&session, &taint)?;
         written.push(Inherited {
             session,

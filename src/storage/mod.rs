@@ -6,8 +6,10 @@
 //! always begins with `BEGIN IMMEDIATE`. The strategy is written down in `docs/concurrency.md`.
 
 pub(crate) mod audit;
+pub(crate) mod grants;
 pub(crate) mod labels;
 mod migrate;
+pub(crate) mod postures;
 
 pub(crate) use migrate::supported_version;
 pub(crate) mod sessions;

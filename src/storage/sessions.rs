@@ -97,6 +97,29 @@ pub(crate) fn end(tx: &Transaction<'_>, id: &str, now: &str) -> Result<bool> {
     Ok(stmt.execute(named_params! { ":id": id, ":now": now })? == 1)
 }
 
+/// Ends `id` and every live spawned descendant reached through spawned sessions only.
+/// Returns the ids ended, `id` first.
+pub(crate) fn end_with_spawned(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Vec<String>> {
+    let mut stmt = tx.prepare_cached(
+        "WITH RECURSIVE spawned (id, hops) AS (
+             SELECT id, 0 FROM sessions WHERE id = :id
+             UNION ALL
+             SELECT s.id, spawned.hops + 1
+               FROM sessions AS s JOIN spawned ON s.created_by = spawned.id
+              WHERE s.origin = 'spawned'
+         )
+         UPDATE sessions SET ended_at = :now
+          WHERE id IN (SELECT id FROM spawned) AND ended_at IS NULL
+         RETURNING id, depth",
+    )?;
+    let rows = stmt.query_map(named_params! { ":id": id, ":now": now }, |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+    })?;
+    let mut ended = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    ended.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    Ok(ended.into_iter().map(|(id, _)| id).collect())
+}
+
 /// How many live sessions `creator` has created (spawned children are not counted: the bound
 /// governs the create call).
 pub(crate) fn live_created_children(conn: &Connection, creator: &str) -> Result<u32> {

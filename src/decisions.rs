@@ -1,0 +1,195 @@
+//! Decisions: "may this session run this command now?" (rule A2).
+//!
+//! One call, on every tool approval, answers approve or ask, with the reason: full trust,
+//! read-only trust for a read-only command, a matching command pattern, a live override scope,
+//! or nothing. An inherited posture's reason carries the chain back to the operator's grant.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::postures::Posture;
+
+/// The answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Run it without asking.
+    Approve,
+    /// Ask the operator.
+    Ask,
+}
+
+/// Why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Reason {
+    /// The session holds `trust`.
+    Trust {
+        /// The posture, with its chain back to the operator's grant.
+        posture: Posture,
+    },
+    /// The session holds `trust_reads` and the caller classified the command as read-only.
+    TrustReads {
+        /// The posture, with its chain back to the operator's grant.
+        posture: Posture,
+    },
+    /// A command pattern on this session matches the command line.
+    Pattern {
+        /// The pattern that matched.
+        pattern: String,
+        /// Who added it.
+        added_by: String,
+    },
+    /// A live override scope on this session.
+    Scope {
+        /// The scope's name.
+        scope: String,
+        /// Who granted it.
+        granted_by: String,
+        /// When it stops admitting anything.
+        #[serde(serialize_with = "crate::clock::serialize_ts")]
+        expires_at: DateTime<Utc>,
+    },
+    /// The ledger does not know the session.
+    UnknownSession,
+    /// The session has ended.
+    SessionEnded,
+    /// Nothing admits the command.
+    Nothing {
+        /// The session holds `trust_reads` but the command was not classified read-only.
+        reads_only: bool,
+        /// The session holds a posture of an earlier epoch, which no longer counts.
+        lapsed_epoch: Option<i64>,
+    },
+}
+
+/// A decision and its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The session asked about.
+    pub session: String,
+    /// Approve or ask.
+    pub verdict: Verdict,
+    /// Why.
+    pub reason: Reason,
+}
+
+mod ops {
+    use super::{Decision, Reason, Verdict};
+    use crate::error::{Error, Result};
+    use crate::grants::pattern_matches;
+    use crate::ledger::{materialize, spawn_anchor, Ledger};
+    use crate::postures::PostureLevel;
+    use crate::sessions::validate_id;
+    use crate::storage;
+
+    impl Ledger {
+        /// May `id` run `command` now? Approve or ask, with the reason (rule A2).
+        ///
+        /// In order: an ended or unknown session asks; `trust` approves; `trust_reads`
+        /// approves a command the caller classified as read-only; a command pattern of this
+        /// session that matches the whole command line approves; a live override scope,
+        /// checked against the clock now, approves; otherwise ask. Postures of an earlier
+        /// epoch do not count.
+        ///
+        /// Indexed lookups only and no write, with one exception: a spawned id of a recorded
+        /// session seen for the first time is allocated (rule P3) before deciding.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidId`], [`Error::EmptyCommand`]; [`Error::Storage`].
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// # fn main() -> Result<(), session_ledger::Error> {
+        /// # let dir = tempfile::tempdir().unwrap();
+        /// use session_ledger::{Ledger, PostureLevel, Verdict};
+        /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+        /// ledger.create_root("conductor", "alice")?;
+        /// ledger.grant("conductor", PostureLevel::TrustReads, "alice")?;
+        /// assert_eq!(ledger.decide("conductor", "ls -la", true)?.verdict, Verdict::Approve);
+        /// assert_eq!(ledger.decide("conductor", "rm -rf build", false)?.verdict, Verdict::Ask);
+        /// # Ok(()) }
+        /// ```
+        pub fn decide(&self, id: &str, command: &str, read_only: bool) -> Result<Decision> {
+            validate_id(id)?;
+            if command.is_empty() {
+                return Err(Error::EmptyCommand);
+            }
+            let now = self.now();
+            let decide = |c: &rusqlite::Connection| -> Result<Option<Decision>> {
+                let Some((ended, posture)) = storage::postures::decision_facts(c, id)? else {
+                    return Ok(None);
+                };
+                let decision = |verdict, reason| Decision {
+                    session: id.to_owned(),
+                    verdict,
+                    reason,
+                };
+                if ended {
+                    return Ok(Some(decision(Verdict::Ask, Reason::SessionEnded)));
+                }
+                let current = posture.as_ref().filter(|p| p.current);
+                match current.map(|p| p.level) {
+                    Some(PostureLevel::Trust) => {
+                        let posture = current.cloned().expect("matched Some");
+                        return Ok(Some(decision(Verdict::Approve, Reason::Trust { posture })));
+                    }
+                    Some(PostureLevel::TrustReads) if read_only => {
+                        let posture = current.cloned().expect("matched Some");
+                        return Ok(Some(decision(
+                            Verdict::Approve,
+                            Reason::TrustReads { posture },
+                        )));
+                    }
+                    _ => {}
+                }
+                for (pattern, added_by) in storage::grants::pattern_texts(c, id)? {
+                    if pattern_matches(&pattern, command) {
+                        return Ok(Some(decision(
+                            Verdict::Approve,
+                            Reason::Pattern { pattern, added_by },
+                        )));
+                    }
+                }
+                if let Some((scope, granted_by, expires_at)) =
+                    storage::grants::live_scope(c, id, &now)?
+                {
+                    let expires_at = storage::ts("override_scopes.expires_at", &expires_at)?;
+                    return Ok(Some(decision(
+                        Verdict::Approve,
+                        Reason::Scope {
+                            scope,
+                            granted_by,
+                            expires_at,
+                        },
+                    )));
+                }
+                Ok(Some(decision(
+                    Verdict::Ask,
+                    Reason::Nothing {
+                        reads_only: current.is_some_and(|p| p.level == PostureLevel::TrustReads),
+                        lapsed_epoch: posture.filter(|p| !p.current).map(|p| p.epoch),
+                    },
+                )))
+            };
+            if let Some(decision) = self.storage.read(decide)? {
+                return Ok(decision);
+            }
+            // First sight of a spawned id: its allocation (rule P3), then the decision.
+            if self.storage.read(|c| spawn_anchor(c, id))?.is_some() {
+                self.write(|tx, now| materialize(tx, id, now))?;
+                if let Some(decision) = self.storage.read(decide)? {
+                    return Ok(decision);
+                }
+            }
+            Ok(Decision {
+                session: id.to_owned(),
+                verdict: Verdict::Ask,
+                reason: Reason::UnknownSession,
+            })
+        }
+    }
+}
