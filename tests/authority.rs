@@ -244,7 +244,12 @@ fn trust_revoked_after_the_allocation_is_removed_from_the_child_by_a_cascade() -
 #[test]
 fn many_threads_creating_children_while_another_cascades_leave_no_trusted_session_in_the_subtree(
 ) -> TestResult {
-    let f = Fixture::new();
+    // Bounds out of the way: this test is about the race, not the limits.
+    let f = Fixture::with(
+        Config::default()
+            .max_live_children(1_000_000)
+            .creation_rate(1_000_000, Duration::from_secs(60)),
+    );
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     let ledger = Arc::new(f.ledger);
