@@ -1,13 +1,163 @@
-//! The audit trail: one row for every change, written in the same transaction as the change.
+//! The audit trail: one row for every change, written in the same transaction as the change,
+//! and chained by SHA3-256 so that an edited, removed or truncated row is detected (rule A3).
+//!
+//! Each row's `hash` is SHA3-256 over its predecessor's hash and a canonical encoding of the row
+//! in which every field is length-prefixed (see [`chain_hash`]); the first row's predecessor is
+//! [`GENESIS_HASH`]. The same computation is one SQL expression with the stock `sqlite3` shell's
+//! `sha3()`, so an auditor can check the chain without this library (`docs/audit.md`).
+
+use std::fmt;
+use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use sha3::{Digest, Sha3_256};
+
+use crate::error::Error;
+
+/// The `prev_hash` of the first audit row: 64 zeros.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The hash of an audit row, as 64 lower-case hex digits:
+///
+/// ```text
+/// sha3_256(prev_hash | "|" | seq | "|" | F(at) | F(actor) | F(kind) | F(session) | F(detail))
+/// F(x) = byte_length(x) ":" x "|",   F(None) = "-|"
+/// ```
+///
+/// ```
+/// let h = session_ledger::chain_hash(session_ledger::GENESIS_HASH, 1,
+///     "2026-01-01T00:00:00.000Z", "alice", "session.root", Some("conductor"), "{}");
+/// assert_eq!(h.len(), 64);
+/// ```
+pub fn chain_hash(
+    prev_hash: &str,
+    seq: i64,
+    at: &str,
+    actor: &str,
+    kind: &str,
+    session: Option<&str>,
+    detail: &str,
+) -> String {
+    let mut h = Sha3_256::new();
+    h.update(prev_hash.as_bytes());
+    h.update(format!("|{seq}|").as_bytes());
+    for field in [Some(at), Some(actor), Some(kind), session, Some(detail)] {
+        match field {
+            Some(text) => {
+                h.update(format!("{}:", text.len()).as_bytes());
+                h.update(text.as_bytes());
+                h.update(b"|");
+            }
+            None => h.update(b"-|"),
+        }
+    }
+    hex(&h.finalize())
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+}
+
+/// The head of the audit chain: the last row's sequence number and hash. Keep it somewhere
+/// else; [`Ledger::verify`](crate::Ledger::verify) given it also detects rows removed from the
+/// end since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditHead {
+    /// The last row's sequence number (0 for an empty trail).
+    pub seq: i64,
+    /// Its hash ([`GENESIS_HASH`] for an empty trail).
+    pub hash: String,
+}
+
+impl fmt::Display for AuditHead {
+    /// `SEQ:HASH`, the form `session-ledger verify --head` takes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.seq, self.hash)
+    }
+}
+
+impl FromStr for AuditHead {
+    type Err = Error;
+
+    /// Parses `SEQ:HASH`, with SEQ a non-negative integer and HASH 64 lower-case hex digits.
+    fn from_str(s: &str) -> Result<AuditHead, Error> {
+        let bad = || Error::InvalidHead(s.to_owned());
+        let (seq, hash) = s.split_once(':').ok_or_else(bad)?;
+        if seq.is_empty() || seq.len() > 18 || !seq.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let hash_ok =
+            hash.len() == 64 && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !hash_ok {
+            return Err(bad());
+        }
+        Ok(AuditHead {
+            seq: seq.parse().map_err(|_| bad())?,
+            hash: hash.to_owned(),
+        })
+    }
+}
+
+/// What is wrong with the first row of the chain that does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ChainProblem {
+    /// A sequence number is missing before this row: a row was removed.
+    Gap,
+    /// The row's `prev_hash` is not its predecessor's hash.
+    BrokenLink,
+    /// The row's hash does not match its contents: the row was edited.
+    HashMismatch,
+    /// The saved head's row is missing: rows were removed from the end.
+    Truncated,
+    /// The saved head's row exists but has another hash.
+    HeadMismatch,
+}
+
+impl fmt::Display for ChainProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChainProblem::Gap => "a row before it is missing (removed)",
+            ChainProblem::BrokenLink => "its prev_hash is not the previous row's hash",
+            ChainProblem::HashMismatch => "its hash does not match its contents (edited)",
+            ChainProblem::Truncated => {
+                "the saved head is past the end of the trail (rows removed from the end)"
+            }
+            ChainProblem::HeadMismatch => "its hash differs from the saved head's",
+        })
+    }
+}
+
+/// The result of walking the audit chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verification {
+    /// True when every row verifies (and the saved head, if given, matches).
+    pub ok: bool,
+    /// How many rows were checked.
+    pub rows: u64,
+    /// The chain's head as found.
+    pub head: AuditHead,
+    /// The first row that does not verify, if any.
+    pub first_bad_seq: Option<i64>,
+    /// What is wrong with it.
+    pub problem: Option<ChainProblem>,
+}
 
 /// The actor recorded for writes the ledger makes on its own behalf: materializing a label on
 /// first read, and recording a spawned sub-agent when it is first seen.
 pub const LEDGER_ACTOR: &str = "ledger";
 
-/// One row of the audit trail.
+/// One row of the audit trail. Its JSON form (`session-ledger --json audit`) has exactly these
+/// field names: `seq`, `at`, `actor`, `kind`, `session`, `detail`, `prev_hash`, `hash`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditEntry {
     /// Position in the trail, increasing.
@@ -23,6 +173,10 @@ pub struct AuditEntry {
     pub session: Option<String>,
     /// Everything else, as a JSON object.
     pub detail: serde_json::Value,
+    /// The previous row's hash.
+    pub prev_hash: String,
+    /// This row's hash.
+    pub hash: String,
 }
 
 /// Which audit rows to list. The default lists every row.
@@ -35,6 +189,12 @@ pub struct AuditQuery {
     pub kind: Option<String>,
     /// Only the most recent `limit` rows (still listed oldest first).
     pub limit: Option<u32>,
+    /// Only rows about this session or any of its descendants.
+    pub subtree: Option<String>,
+    /// Only rows at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Only rows before this time.
+    pub until: Option<DateTime<Utc>>,
 }
 
 impl AuditQuery {
@@ -59,5 +219,153 @@ impl AuditQuery {
     pub fn limit(mut self, limit: u32) -> AuditQuery {
         self.limit = Some(limit);
         self
+    }
+
+    /// Only rows about `root` or any of its descendants.
+    pub fn subtree(mut self, root: impl Into<String>) -> AuditQuery {
+        self.subtree = Some(root.into());
+        self
+    }
+
+    /// Only rows at or after `since`.
+    pub fn since(mut self, since: DateTime<Utc>) -> AuditQuery {
+        self.since = Some(since);
+        self
+    }
+
+    /// Only rows before `until`.
+    pub fn until(mut self, until: DateTime<Utc>) -> AuditQuery {
+        self.until = Some(until);
+        self
+    }
+}
+
+/// Why a session holds what it holds: its label's provenance, its posture's chain back to the
+/// operator's grant, its grants, and the audit rows that did it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// The session.
+    pub session: crate::sessions::Session,
+    /// Its label and posture now (read without materializing: `materialized` is `None` while
+    /// the session has no label of its own yet).
+    pub state: crate::labels::SessionState,
+    /// The audit row of the operator's grant its posture traces back to, if it holds one.
+    pub grant: Option<AuditEntry>,
+    /// Its command patterns.
+    pub patterns: Vec<crate::grants::CommandPattern>,
+    /// Its override scopes that are live now.
+    pub live_scopes: Vec<crate::grants::Scope>,
+    /// Every audit row about the session, oldest first.
+    pub audit: Vec<AuditEntry>,
+}
+
+mod ops {
+    use super::{AuditEntry, AuditHead, AuditQuery, Explanation, Verification};
+    use crate::error::{Error, Result};
+    use crate::ledger::Ledger;
+    use crate::sessions::validate_id;
+    use crate::storage;
+
+    impl Ledger {
+        /// The audit rows matching `query`, oldest first.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidId`] for a malformed session or subtree id; [`Error::Storage`];
+        /// [`Error::Corruption`] for a row the library cannot read back.
+        pub fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
+            for id in [&query.session, &query.subtree].into_iter().flatten() {
+                validate_id(id)?;
+            }
+            self.storage.read(|c| storage::audit::list(c, query))
+        }
+
+        /// The head of the audit chain, to keep somewhere else.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Storage`].
+        pub fn audit_head(&self) -> Result<AuditHead> {
+            self.storage.read(storage::audit::head)
+        }
+
+        /// Walks the audit chain and reports the first row that does not verify (rule A3).
+        /// With a head saved earlier, also detects rows removed from the end since.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Storage`]. A chain that does not verify is not an error: see
+        /// [`Verification::ok`].
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// # fn main() -> Result<(), session_ledger::Error> {
+        /// # let dir = tempfile::tempdir().unwrap();
+        /// let ledger = session_ledger::Ledger::open(dir.path().join("ledger.db"))?;
+        /// ledger.create_root("conductor", "alice")?;
+        /// let head = ledger.audit_head()?;
+        /// assert!(ledger.verify(Some(&head))?.ok);
+        /// # Ok(()) }
+        /// ```
+        pub fn verify(&self, saved: Option<&AuditHead>) -> Result<Verification> {
+            self.storage.read(|c| storage::audit::verify(c, saved))
+        }
+
+        /// Why `id` holds what it holds. Reads only: an unmaterialized session is explained as
+        /// it stands.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+        pub fn explain(&self, id: &str) -> Result<Explanation> {
+            validate_id(id)?;
+            let session = self
+                .session(id)?
+                .ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+            let state = match self.stored_label(id)? {
+                Some(state) => state,
+                None => {
+                    // Not materialized: no label of its own yet; show its posture alone.
+                    let mut state = crate::ledger::unknown(id);
+                    state.known = true;
+                    let posture = self.posture(id)?;
+                    let counts = |level| {
+                        session.is_live()
+                            && posture
+                                .as_ref()
+                                .is_some_and(|p| p.current && p.level == level)
+                    };
+                    state.trust = counts(crate::postures::PostureLevel::Trust);
+                    state.trust_reads = counts(crate::postures::PostureLevel::TrustReads);
+                    state.posture = posture;
+                    state
+                }
+            };
+            let grant = match &state.posture {
+                Some(p) => self.storage.read(|c| {
+                    storage::audit::grant_row(
+                        c,
+                        &p.granted_on,
+                        &crate::clock::format_ts(p.granted_at),
+                    )
+                })?,
+                None => None,
+            };
+            let now = self.config.clock.now();
+            let live_scopes = self
+                .scopes(id)?
+                .into_iter()
+                .filter(|s| s.revoked_at.is_none() && s.expires_at > now)
+                .collect();
+            Ok(Explanation {
+                patterns: self.patterns(id)?,
+                live_scopes,
+                audit: self.audit(&AuditQuery::all().session(id))?,
+                session,
+                state,
+                grant,
+            })
+        }
     }
 }

@@ -136,6 +136,16 @@ pub enum Error {
         root: String,
     },
 
+    /// A saved audit head is malformed (it is `SEQ:HASH`).
+    #[error(
+        "malformed audit head {0:?}: expected SEQ:HASH as `session-ledger audit head` prints it"
+    )]
+    InvalidHead(String),
+
+    /// A time is malformed.
+    #[error("malformed time {0:?}: expected RFC 3339, like 2026-11-30T12:00:00Z")]
+    InvalidTime(String),
+
     /// A raise named neither a taint class nor the untrusted flag.
     #[error("nothing to raise: give a taint class, the untrusted flag, or both")]
     NothingToRaise,
@@ -324,6 +334,8 @@ impl Error {
                 | Error::UnknownScope { .. }
                 | Error::InvalidToken(_)
                 | Error::StalePreview { .. }
+                | Error::InvalidHead(_)
+                | Error::InvalidTime(_)
         )
     }
 }

@@ -217,6 +217,14 @@ mod ops {
         }
     }
 
+    /// Refuses an id the ledger has not recorded.
+    fn recorded(conn: &rusqlite::Connection, id: &str) -> Result<()> {
+        match storage::sessions::get(conn, id)? {
+            Some(_) => Ok(()),
+            None => Err(Error::UnknownSession(id.to_owned())),
+        }
+    }
+
     impl Ledger {
         /// Allows a command pattern for one live session (never inherited, rule P4). Returns
         /// false, writing nothing, when the session already had it.
@@ -279,10 +287,13 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`]; [`Error::Storage`].
+        /// [`Error::InvalidId`]; [`Error::UnknownSession`]; [`Error::Storage`].
         pub fn patterns(&self, id: &str) -> Result<Vec<CommandPattern>> {
             validate_id(id)?;
-            self.storage.read(|c| storage::grants::patterns(c, id))
+            self.storage.read(|c| {
+                recorded(c, id)?;
+                storage::grants::patterns(c, id)
+            })
         }
 
         /// Grants an override scope named `name` on a live session for `ttl`, replacing any
@@ -361,10 +372,13 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`]; [`Error::Storage`].
+        /// [`Error::InvalidId`]; [`Error::UnknownSession`]; [`Error::Storage`].
         pub fn scopes(&self, id: &str) -> Result<Vec<Scope>> {
             validate_id(id)?;
-            self.storage.read(|c| storage::grants::scopes(c, id))
+            self.storage.read(|c| {
+                recorded(c, id)?;
+                storage::grants::scopes(c, id)
+            })
         }
     }
 }

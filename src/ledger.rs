@@ -6,7 +6,7 @@ use std::path::Path;
 use rusqlite::Transaction;
 use serde_json::json;
 
-use crate::audit::{AuditEntry, AuditQuery, LEDGER_ACTOR};
+use crate::audit::LEDGER_ACTOR;
 use crate::clock::format_ts;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -444,22 +444,13 @@ impl Ledger {
         Ok(depth_first(rows, &roots))
     }
 
-    /// The audit rows matching `query`, oldest first.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Storage`]; [`Error::Corruption`] for a row the library cannot read back.
-    pub fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
-        self.storage.read(|c| storage::audit::list(c, query))
-    }
-
     fn require(&self, id: &str) -> Result<Session> {
         self.session(id)?
             .ok_or_else(|| Error::UnknownSession(id.to_owned()))
     }
 }
 
-fn unknown(id: &str) -> SessionState {
+pub(crate) fn unknown(id: &str) -> SessionState {
     let label = Label::default();
     SessionState {
         session: id.to_owned(),

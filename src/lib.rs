@@ -64,7 +64,10 @@ mod postures;
 mod sessions;
 mod storage;
 
-pub use audit::{AuditEntry, AuditQuery, LEDGER_ACTOR};
+pub use audit::{
+    chain_hash, AuditEntry, AuditHead, AuditQuery, ChainProblem, Explanation, Verification,
+    GENESIS_HASH, LEDGER_ACTOR,
+};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use config::{Config, Synchronous};
 pub use decisions::{Decision, Reason, Verdict};

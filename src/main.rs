@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use session_ledger::{
-    Affected, AuditEntry, AuditQuery, Config, Created, Decision, Error, Ledger, Materialized,
-    Posture, PostureLevel, PostureSource, Propagation, Raise, Reason, Revocation, Session,
-    SessionState, Taint, TreeEntry,
+    Affected, AuditEntry, AuditHead, AuditQuery, Config, Created, Decision, Error, Explanation,
+    Ledger, Materialized, Posture, PostureLevel, PostureSource, Propagation, Raise, Reason,
+    Revocation, Session, SessionState, Taint, TreeEntry,
 };
 
 /// An embedded ledger of agent sessions: who created whom, and the labels that follow.
@@ -80,16 +80,40 @@ enum Command {
         id: Option<String>,
     },
     /// List the audit trail, oldest first.
+    #[command(args_conflicts_with_subcommands = true)]
     Audit {
+        /// `head`: print the chain's head (SEQ:HASH) to keep elsewhere.
+        #[command(subcommand)]
+        command: Option<AuditCommand>,
         /// Only rows about this session.
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Only rows about this session or any of its descendants.
+        #[arg(long, value_name = "ID")]
+        subtree: Option<String>,
         /// Only rows of this kind (for example session.create, label.raise).
         #[arg(long, value_name = "KIND")]
         kind: Option<String>,
+        /// Only rows at or after this time (RFC 3339, like 2026-11-30T12:00:00Z).
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// Only rows before this time (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        until: Option<String>,
         /// Only the most recent N rows.
         #[arg(long, value_name = "N")]
         limit: Option<u32>,
+    },
+    /// Walk the audit hash chain; exit 0 only when every row verifies.
+    Verify {
+        /// A head saved earlier (SEQ:HASH from `audit head`): also detect rows removed since.
+        #[arg(long, value_name = "SEQ:HASH")]
+        head: Option<String>,
+    },
+    /// Explain why a session holds what it holds: label, posture chain, grants, audit rows.
+    Explain {
+        /// The session's id.
+        id: String,
     },
     /// Grant a posture on a session: full trust, or trust for read-only commands.
     #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]
@@ -159,6 +183,12 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         path: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Print the head of the audit chain, SEQ:HASH, to keep somewhere else.
+    Head,
 }
 
 #[derive(Debug, Subcommand)]
@@ -290,6 +320,80 @@ enum CliError {
     Io(#[from] io::Error),
     #[error("cannot encode JSON: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("the audit chain does not verify")]
+    Unverified,
+}
+
+fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|_| Error::InvalidTime(text.to_owned()))
+}
+
+fn print_explanation(out: &mut impl Write, e: &Explanation) -> Result<(), CliError> {
+    let s = &e.session;
+    let origin = match &s.created_by {
+        Some(by) => format!("{} by {by}, depth {}", s.origin.as_str(), s.depth),
+        None => "root".to_owned(),
+    };
+    let ended = s.ended_at.map_or(String::new(), |t| {
+        format!(", ended {}", session_ledger::format_ts(t))
+    });
+    writeln!(
+        out,
+        "{} ({origin}; recorded {}{ended})",
+        s.id,
+        session_ledger::format_ts(s.created_at)
+    )?;
+    let label = match &e.state.materialized {
+        Some(Materialized::Born) => {
+            format!("{} (born with the default)", label_words(e.state.label()))
+        }
+        Some(Materialized::Inherited { from }) => {
+            format!("{} (inherited from {from})", label_words(e.state.label()))
+        }
+        None => "not materialized yet: its first read inherits its nearest materialized ancestor's"
+            .to_owned(),
+    };
+    let raised = e.state.raised_at.map_or(String::new(), |t| {
+        format!(", last raised {}", session_ledger::format_ts(t))
+    });
+    writeln!(out, "  label:    {label}{raised}")?;
+    match &e.state.posture {
+        Some(p) => {
+            let counts = if e.state.trust || e.state.trust_reads {
+                "counts now"
+            } else {
+                "does not count now"
+            };
+            writeln!(out, "  posture:  {} ({counts})", posture_words(p))?;
+            if let Some(g) = &e.grant {
+                writeln!(
+                    out,
+                    "  granted:  audit row {} at {} by {}",
+                    g.seq,
+                    session_ledger::format_ts(g.at),
+                    g.actor
+                )?;
+            }
+        }
+        None => writeln!(out, "  posture:  none")?,
+    }
+    for p in &e.patterns {
+        writeln!(out, "  pattern:  {:?} (added by {})", p.pattern, p.added_by)?;
+    }
+    for sc in &e.live_scopes {
+        writeln!(
+            out,
+            "  scope:    {} (granted by {}, until {})",
+            sc.name,
+            sc.granted_by,
+            session_ledger::format_ts(sc.expires_at)
+        )?;
+    }
+    writeln!(out, "  audit rows:")?;
+    print_audit(out, false, &e.audit)?;
+    Ok(())
 }
 
 fn actor(explicit: &Option<String>) -> String {
@@ -403,16 +507,67 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             print_tree(out, cli.json, &ledger, &entries)?;
         }
         Command::Audit {
+            command: Some(AuditCommand::Head),
+            ..
+        } => {
+            let head = open_existing(&cli.db)?.audit_head()?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string(&head)?)?;
+            } else {
+                writeln!(out, "{head}")?;
+            }
+        }
+        Command::Audit {
+            command: None,
             session,
+            subtree,
             kind,
+            since,
+            until,
             limit,
         } => {
-            let ledger = open_existing(&cli.db)?;
             let mut query = AuditQuery::all();
+            query.since = since.as_deref().map(parse_time).transpose()?;
+            query.until = until.as_deref().map(parse_time).transpose()?;
             query.session = session.clone();
+            query.subtree = subtree.clone();
             query.kind = kind.clone();
             query.limit = *limit;
+            let ledger = open_existing(&cli.db)?;
             print_audit(out, cli.json, &ledger.audit(&query)?)?;
+        }
+        Command::Verify { head } => {
+            let saved = head.as_deref().map(str::parse::<AuditHead>).transpose()?;
+            let ledger = open_existing(&cli.db)?;
+            let v = ledger.verify(saved.as_ref())?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string(&v)?)?;
+            } else if v.ok {
+                writeln!(out, "OK: {} rows verify; head {}", v.rows, v.head)?;
+            } else {
+                let seq = v.first_bad_seq.unwrap_or(0);
+                let why = v
+                    .problem
+                    .as_ref()
+                    .map_or("unknown".to_owned(), ToString::to_string);
+                writeln!(
+                    out,
+                    "FAILED at row {seq}: {why} ({} rows read; head {})",
+                    v.rows, v.head
+                )?;
+            }
+            if !v.ok {
+                return Err(CliError::Unverified);
+            }
+        }
+        Command::Explain { id } => {
+            let ledger = open_existing(&cli.db)?;
+            let e = ledger.explain(id)?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string(&e)?)?;
+            } else {
+                print_explanation(out, &e)?;
+            }
         }
         Command::Trust {
             id,

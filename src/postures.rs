@@ -428,24 +428,18 @@ mod ops {
         root: Option<&str>,
         removed: &[Removed],
     ) -> Result<()> {
-        for r in removed {
-            storage::audit::append(
-                tx,
-                now,
-                actor,
-                "posture.revoke",
-                Some(&r.affected.id),
-                &json!({
-                    "propagation": propagation,
-                    "root": root,
-                    "posture": r.affected.posture,
-                    "source": r.source,
-                    "granted_on": r.granted_on,
-                    "current": r.affected.current,
-                }),
-            )?;
-        }
-        Ok(())
+        let rows = removed.iter().map(|r| {
+            let detail = json!({
+                "propagation": propagation,
+                "root": root,
+                "posture": r.affected.posture,
+                "source": r.source,
+                "granted_on": r.granted_on,
+                "current": r.affected.current,
+            });
+            (r.affected.id.as_str(), detail)
+        });
+        storage::audit::append_all(tx, now, actor, "posture.revoke", rows)
     }
 
     /// The preview token: SHA3-256 over the subtree's lineage, ended times and postures, in a

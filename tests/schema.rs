@@ -23,7 +23,11 @@ fn audit_rows_cannot_be_updated_or_deleted() -> TestResult {
          VALUES (1, '2026-01-01T00:00:00.000Z', 'x', 'session.root', 'root', '{}')",
     ] {
         let err = conn.execute(sql, []).expect_err(sql);
-        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+        let message = err.to_string();
+        assert!(
+            message.contains("append-only") || message.contains("extend the hash chain"),
+            "{sql}: {err}"
+        );
     }
     assert_eq!(f.snapshot(), before);
     Ok(())
@@ -263,5 +267,61 @@ fn a_read_only_ledger_is_refused_with_its_own_error() -> TestResult {
     let err = Ledger::open(&path).expect_err("read-only");
     assert!(matches!(err, Error::ReadOnly(_)), "{err}");
     assert_eq!(fs::read(&path)?, bytes);
+    Ok(())
+}
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+fn schema_of(path: &std::path::Path) -> Vec<(String, String, Option<String>)> {
+    let conn = raw(path);
+    let mut stmt = conn
+        .prepare("SELECT type, name, sql FROM sqlite_schema ORDER BY type, name")
+        .expect("prepare");
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query");
+    rows.map(|r| r.expect("row")).collect()
+}
+
+#[test]
+fn a_ledger_written_before_the_hash_chain_is_chained_on_upgrade_and_matches_a_fresh_schema(
+) -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let old = dir.path().join("old.db");
+    {
+        // A ledger as version 2 of this software left it, with rows in its audit trail.
+        let mut conn = rusqlite::Connection::open(&old)?;
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(2))
+            .run(&mut conn)?;
+        conn.execute_batch(
+            "PRAGMA application_id = 1397515367;
+             INSERT INTO sessions (id, depth, origin, created_at)
+                  VALUES ('conductor', 0, 'root', '2026-01-01T00:00:00.000Z');
+             INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+                  VALUES ('conductor', 'private', 0, '2026-01-01T00:00:00.000Z', 'born');
+             INSERT INTO audit (at, actor, kind, session_id, detail)
+                  VALUES ('2026-01-01T00:00:00.000Z', 'alice', 'session.root', 'conductor', '{}');
+             INSERT INTO audit (at, actor, kind, session_id, detail)
+                  VALUES ('2026-01-01T00:00:01.000Z', 'alice', 'label.raise', 'conductor',
+                          '{\"note\":\"é, multi-byte\"}');
+             INSERT INTO audit (at, actor, kind, session_id, detail)
+                  VALUES ('2026-01-01T00:00:02.000Z', 'dashboard', 'epoch.start', NULL, '{}');",
+        )?;
+    }
+    let ledger = Ledger::open(&old)?;
+    let v = ledger.verify(None)?;
+    assert!(v.ok, "{v:?}");
+    assert_eq!(v.rows, 3);
+    // New rows extend the chain the upgrade computed.
+    ledger.create_child("worker", "conductor", "alice")?;
+    assert!(ledger.verify(None)?.ok);
+    drop(ledger);
+
+    let fresh = dir.path().join("fresh.db");
+    drop(Ledger::open(&fresh)?);
+    assert_eq!(schema_of(&old), schema_of(&fresh));
     Ok(())
 }

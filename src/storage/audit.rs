@@ -1,12 +1,33 @@
-//! SQL for the `audit` table.
+//! SQL for the `audit` table and its hash chain.
 
-use rusqlite::{named_params, Connection, Transaction};
+use rusqlite::{named_params, Connection, OptionalExtension, Transaction};
 
 use super::ts;
-use crate::audit::{AuditEntry, AuditQuery};
+use crate::audit::{
+    chain_hash, AuditEntry, AuditHead, AuditQuery, ChainProblem, Verification, GENESIS_HASH,
+};
+use crate::clock::format_ts;
 use crate::error::{Error, Result};
 
-/// Appends one row. Called inside the transaction of the change it records.
+/// The head of the chain: the last row's seq and hash, or (0, genesis) for an empty trail.
+pub(crate) fn head(conn: &Connection) -> Result<AuditHead> {
+    let mut stmt = conn.prepare_cached("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")?;
+    let head = stmt
+        .query_row([], |row| {
+            Ok(AuditHead {
+                seq: row.get(0)?,
+                hash: row.get(1)?,
+            })
+        })
+        .optional()?;
+    Ok(head.unwrap_or_else(|| AuditHead {
+        seq: 0,
+        hash: GENESIS_HASH.to_owned(),
+    }))
+}
+
+/// Appends one row, extending the hash chain. Called inside the transaction of the change it
+/// records; writes are serialized by BEGIN IMMEDIATE, so the head cannot move meanwhile.
 pub(crate) fn append(
     tx: &Transaction<'_>,
     now: &str,
@@ -15,27 +36,86 @@ pub(crate) fn append(
     session: Option<&str>,
     detail: &serde_json::Value,
 ) -> Result<i64> {
+    let mut head = head(tx)?;
+    push(
+        tx,
+        &mut head,
+        now,
+        actor,
+        kind,
+        session,
+        &detail.to_string(),
+    )
+}
+
+/// Appends one row per `(session, detail)`, all of one kind, reading the head once: the path
+/// of a large cascade, where the chain costs one hash per row and nothing more.
+pub(crate) fn append_all<'a>(
+    tx: &Transaction<'_>,
+    now: &str,
+    actor: &str,
+    kind: &str,
+    rows: impl IntoIterator<Item = (&'a str, serde_json::Value)>,
+) -> Result<()> {
+    let mut head = head(tx)?;
+    for (session, detail) in rows {
+        push(
+            tx,
+            &mut head,
+            now,
+            actor,
+            kind,
+            Some(session),
+            &detail.to_string(),
+        )?;
+    }
+    Ok(())
+}
+
+fn push(
+    tx: &Transaction<'_>,
+    head: &mut AuditHead,
+    now: &str,
+    actor: &str,
+    kind: &str,
+    session: Option<&str>,
+    detail: &str,
+) -> Result<i64> {
+    let seq = head.seq + 1;
+    let hash = chain_hash(&head.hash, seq, now, actor, kind, session, detail);
     let mut stmt = tx.prepare_cached(
-        "INSERT INTO audit (at, actor, kind, session_id, detail)
-         VALUES (:at, :actor, :kind, :session, :detail)",
+        "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+         VALUES (:seq, :at, :actor, :kind, :session, :detail, :prev_hash, :hash)",
     )?;
     stmt.execute(named_params! {
+        ":seq": seq,
         ":at": now,
         ":actor": actor,
         ":kind": kind,
         ":session": session,
-        ":detail": detail.to_string(),
+        ":detail": detail,
+        ":prev_hash": head.hash,
+        ":hash": hash,
     })?;
-    Ok(tx.last_insert_rowid())
+    *head = AuditHead { seq, hash };
+    Ok(seq)
 }
 
 /// The rows matching `query`, oldest first.
 pub(crate) fn list(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT seq, at, actor, kind, session_id, detail FROM (
-             SELECT seq, at, actor, kind, session_id, detail FROM audit
+        "WITH RECURSIVE subtree (id) AS (
+             SELECT id FROM sessions WHERE id = :subtree
+             UNION ALL
+             SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
+         )
+         SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash FROM (
+             SELECT * FROM audit
               WHERE (:session IS NULL OR session_id = :session)
                 AND (:kind IS NULL OR kind = :kind)
+                AND (:subtree IS NULL OR session_id IN (SELECT id FROM subtree))
+                AND (:since IS NULL OR at >= :since)
+                AND (:until IS NULL OR at < :until)
               ORDER BY seq DESC
               LIMIT :limit
          ) ORDER BY seq",
@@ -45,6 +125,9 @@ pub(crate) fn list(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditEnt
         named_params! {
             ":session": query.session,
             ":kind": query.kind,
+            ":subtree": query.subtree,
+            ":since": query.since.map(format_ts),
+            ":until": query.until.map(format_ts),
             ":limit": limit,
         },
         |row| {
@@ -55,12 +138,14 @@ pub(crate) fn list(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditEnt
                 row.get::<_, String>(3)?,
                 row.get::<_, Option<String>>(4)?,
                 row.get::<_, String>(5)?,
+                row.get::<_, String>(6)?,
+                row.get::<_, String>(7)?,
             ))
         },
     )?;
     let mut entries = Vec::new();
     for row in rows {
-        let (seq, at, actor, kind, session, detail) = row?;
+        let (seq, at, actor, kind, session, detail, prev_hash, hash) = row?;
         let detail = serde_json::from_str(&detail).map_err(|e| {
             Error::Corruption(format!(
                 "audit row {seq} has a detail that is not JSON: {e}"
@@ -73,7 +158,90 @@ pub(crate) fn list(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditEnt
             kind,
             session,
             detail,
+            prev_hash,
+            hash,
         });
     }
     Ok(entries)
+}
+
+/// Walks the whole chain in one statement (one consistent snapshot) and reports the first row
+/// that does not verify; with `saved`, also checks that the saved head is still there.
+pub(crate) fn verify(conn: &Connection, saved: Option<&AuditHead>) -> Result<Verification> {
+    let mut stmt = conn.prepare(
+        "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash FROM audit ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut expected_seq = 1_i64;
+    let mut expected_prev = GENESIS_HASH.to_owned();
+    let mut count = 0_u64;
+    let mut first: Option<(i64, ChainProblem)> = None;
+    let mut saved_hash: Option<String> = None;
+    while let Some(row) = rows.next()? {
+        let seq: i64 = row.get(0)?;
+        let at: String = row.get(1)?;
+        let actor: String = row.get(2)?;
+        let kind: String = row.get(3)?;
+        let session: Option<String> = row.get(4)?;
+        let detail: String = row.get(5)?;
+        let prev_hash: String = row.get(6)?;
+        let hash: String = row.get(7)?;
+        count += 1;
+        if first.is_none() {
+            let problem = if seq != expected_seq {
+                Some(ChainProblem::Gap)
+            } else if prev_hash != expected_prev {
+                Some(ChainProblem::BrokenLink)
+            } else if hash
+                != chain_hash(
+                    &prev_hash,
+                    seq,
+                    &at,
+                    &actor,
+                    &kind,
+                    session.as_deref(),
+                    &detail,
+                )
+            {
+                Some(ChainProblem::HashMismatch)
+            } else {
+                None
+            };
+            first = problem.map(|p| (seq, p));
+        }
+        if saved.is_some_and(|h| h.seq == seq) {
+            saved_hash = Some(hash.clone());
+        }
+        expected_seq = seq + 1;
+        expected_prev = hash;
+    }
+    let head = AuditHead {
+        seq: expected_seq - 1,
+        hash: expected_prev,
+    };
+    if first.is_none() {
+        if let Some(saved) = saved.filter(|h| h.seq > 0) {
+            first = match saved_hash {
+                None => Some((saved.seq, ChainProblem::Truncated)),
+                Some(hash) if hash != saved.hash => Some((saved.seq, ChainProblem::HeadMismatch)),
+                Some(_) => None,
+            };
+        }
+    }
+    Ok(Verification {
+        ok: first.is_none(),
+        rows: count,
+        head,
+        first_bad_seq: first.as_ref().map(|(seq, _)| *seq),
+        problem: first.map(|(_, p)| p),
+    })
+}
+
+/// The `posture.grant` row that granted a posture on `session` at `at`.
+pub(crate) fn grant_row(conn: &Connection, session: &str, at: &str) -> Result<Option<AuditEntry>> {
+    let rows = list(
+        conn,
+        &AuditQuery::all().session(session).kind("posture.grant"),
+    )?;
+    Ok(rows.into_iter().rev().find(|r| format_ts(r.at) == at))
 }

@@ -292,7 +292,8 @@ pub(crate) fn subtree_with_postures(conn: &Connection, root: &str) -> Result<Vec
     Ok(out)
 }
 
-/// Descendants of `root` (not `root` itself) holding a posture inherited through it.
+/// Live descendants of `root` (not `root` itself) holding a posture of the current epoch
+/// inherited through it: the ones that still have authority that came through `root`.
 pub(crate) fn inherited_through(conn: &Connection, root: &str) -> Result<Vec<Affected>> {
     let mut stmt = conn.prepare_cached(
         "WITH RECURSIVE subtree (id) AS (
@@ -305,6 +306,8 @@ pub(crate) fn inherited_through(conn: &Connection, root: &str) -> Result<Vec<Aff
            JOIN postures AS p ON p.session_id = subtree.id
            JOIN sessions AS s ON s.id = subtree.id
           WHERE p.source = 'inherited'
+            AND s.ended_at IS NULL
+            AND p.epoch = (SELECT max(epoch) FROM epochs)
             AND EXISTS (SELECT 1 FROM json_each(p.chain) AS link WHERE link.value = :root)
           ORDER BY s.depth, p.session_id",
     )?;

@@ -116,3 +116,102 @@ pub fn raw(path: &Path) -> rusqlite::Connection {
         .expect("busy timeout");
     conn
 }
+
+/// The `sqlite3` shell, which the audit cookbook is written for. CI installs it (`.ci/run`).
+pub fn sqlite3_shell() -> std::path::PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("sqlite3"))
+            .find(|candidate| candidate.is_file())
+    });
+    found.expect("the sqlite3 shell is needed by the audit tests: apt-get install sqlite3")
+}
+
+/// Runs `sql` through `sqlite3 -readonly -header` on `db` with the given parameters
+/// (`(":name", "SQL literal")`), returning stdout; panics with stderr on failure.
+pub fn run_sqlite3(db: &Path, sql: &str, params: &[(String, String)]) -> String {
+    use std::io::Write;
+    let mut cmd = std::process::Command::new(sqlite3_shell());
+    cmd.arg("-readonly").arg("-header");
+    for (name, value) in params {
+        cmd.arg("-cmd")
+            .arg(format!(".parameter set {name} \"{value}\""));
+    }
+    let mut child = cmd
+        .arg(db)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sqlite3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(sql.as_bytes())
+        .expect("write query");
+    let out = child.wait_with_output().expect("sqlite3 output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.is_empty(),
+        "sqlite3 failed: {stderr}\n{sql}"
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// One query of docs/audit.md: its name, SQL, parameters and the output printed under it.
+pub struct DocQuery {
+    pub name: String,
+    pub sql: String,
+    pub params: Vec<(String, String)>,
+    pub expected: String,
+}
+
+/// The audit cookbook, read from docs/audit.md: the commands that build its ledger and its
+/// queries.
+pub fn cookbook() -> (String, Vec<DocQuery>) {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/audit.md"))
+        .expect("docs/audit.md");
+    let block = |start: usize, fence: &str| -> (String, usize) {
+        let body = doc[start..].find(fence).expect("fence") + start + fence.len();
+        let end = doc[body..].find("```").expect("closing fence") + body;
+        (doc[body..end].to_owned(), end + 3)
+    };
+    let (commands, _) = block(0, "```sh cookbook\n");
+    let mut queries = Vec::new();
+    let mut at = 0;
+    while let Some(found) = doc[at..].find("```sql\n") {
+        let (sql, after) = block(at + found, "```sql\n");
+        let (expected, next) = block(after, "```text\n");
+        let name = sql
+            .lines()
+            .find_map(|l| l.strip_prefix("-- name: "))
+            .expect("every cookbook query has a name")
+            .to_owned();
+        let params = sql
+            .lines()
+            .filter_map(|l| l.strip_prefix("-- param: "))
+            .map(|p| {
+                let (k, v) = p.split_once(" = ").expect("-- param: :name = value");
+                (k.to_owned(), v.to_owned())
+            })
+            .collect();
+        queries.push(DocQuery {
+            name,
+            sql,
+            params,
+            expected,
+        });
+        at = next;
+    }
+    (commands, queries)
+}
+
+/// The documented query named `name`.
+pub fn doc_query(name: &str) -> DocQuery {
+    cookbook()
+        .1
+        .into_iter()
+        .find(|q| q.name == name)
+        .unwrap_or_else(|| panic!("docs/audit.md has no query {name}"))
+}

@@ -1,0 +1,367 @@
+//! The audit hash chain (rule A3): both verifiers, the library's and the documented SQL query
+//! run by the stock sqlite3 shell, detect every kind of tampering, and agree.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{doc_query, run_sqlite3, Fixture, TestResult};
+use session_ledger::{
+    chain_hash, AuditHead, AuditQuery, ChainProblem, Config, PostureLevel, Propagation,
+    Synchronous, Taint, Verification,
+};
+
+/// The documented SQL verifier's answer: `None` when every row verifies.
+fn sql_verdict(f: &Fixture) -> Option<(i64, String)> {
+    let q = doc_query("verify-chain");
+    let out = run_sqlite3(&f.path(), &q.sql, &[]);
+    let line = out.lines().nth(1)?;
+    let (seq, problem) = line.split_once('|').expect("seq|problem");
+    Some((seq.parse().expect("seq"), problem.to_owned()))
+}
+
+/// The documented SQL head check: `ok`, `truncated` or `head_mismatch`.
+fn sql_head_check(f: &Fixture, head: &AuditHead) -> String {
+    let q = doc_query("check-head");
+    let params = [
+        (":seq".to_owned(), head.seq.to_string()),
+        (":hash".to_owned(), format!("'{}'", head.hash)),
+    ];
+    let out = run_sqlite3(&f.path(), &q.sql, &params);
+    out.lines().nth(1).expect("one row").to_owned()
+}
+
+fn rust_verdict(v: &Verification) -> Option<(i64, String)> {
+    let problem = v.problem.as_ref()?;
+    let word = serde_json::to_value(problem).expect("json");
+    Some((
+        v.first_bad_seq.expect("seq"),
+        word.as_str().expect("word").to_owned(),
+    ))
+}
+
+/// A small ledger with every kind of row.
+fn busy() -> Fixture {
+    let f = Fixture::new();
+    f.ledger.create_root("conductor", "alice").expect("root");
+    f.ledger
+        .grant("conductor", PostureLevel::Trust, "alice")
+        .expect("grant");
+    f.build("conductor > w1 w2; w1 > w1a");
+    f.raise("conductor", Some(Taint::Secret), false);
+    f.ledger.state("sub-w1a-1").expect("spawn");
+    f.ledger
+        .add_pattern("w2", "npm test", "bob")
+        .expect("pattern");
+    f.ledger
+        .grant_scope("w2", "hotfix", Duration::from_secs(60), "bob")
+        .expect("scope");
+    f.ledger
+        .revoke("w1", Propagation::Cascade { token: None }, "carol")
+        .expect("cascade");
+    f.ledger.start_epoch("dashboard").expect("epoch");
+    f.ledger.end("w2", "carol").expect("end");
+    f
+}
+
+fn drop_guards(f: &Fixture) {
+    f.sql()
+        .execute_batch(
+            "DROP TRIGGER audit_is_append_only_update;
+             DROP TRIGGER audit_is_append_only_delete;",
+        )
+        .expect("drop the append-only triggers, as a tamperer would");
+}
+
+#[test]
+fn a_busy_ledger_verifies_with_both_verifiers() -> TestResult {
+    let f = busy();
+    let v = f.ledger.verify(None)?;
+    assert!(v.ok, "{v:?}");
+    assert_eq!(v.rows as i64, f.count("audit"));
+    assert_eq!(v.head, f.ledger.audit_head()?);
+    assert_eq!(sql_verdict(&f), None);
+    assert_eq!(sql_head_check(&f, &v.head), "ok");
+    Ok(())
+}
+
+#[test]
+fn every_row_carries_the_hash_of_its_predecessor_and_its_own() -> TestResult {
+    let f = busy();
+    let rows = f.ledger.audit(&AuditQuery::all())?;
+    let mut prev = session_ledger::GENESIS_HASH.to_owned();
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.seq, i as i64 + 1);
+        assert_eq!(r.prev_hash, prev);
+        let detail =
+            f.sql()
+                .query_row("SELECT detail FROM audit WHERE seq = ?1", [r.seq], |row| {
+                    row.get::<_, String>(0)
+                })?;
+        let expected = chain_hash(
+            &prev,
+            r.seq,
+            &session_ledger::format_ts(r.at),
+            &r.actor,
+            &r.kind,
+            r.session.as_deref(),
+            &detail,
+        );
+        assert_eq!(r.hash, expected, "row {}", r.seq);
+        prev = r.hash.clone();
+    }
+    Ok(())
+}
+
+#[test]
+fn editing_a_row_is_detected_by_both_verifiers() -> TestResult {
+    let f = busy();
+    drop_guards(&f);
+    f.sql()
+        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = 5", [])?;
+    let v = f.ledger.verify(None)?;
+    assert!(!v.ok);
+    assert_eq!(
+        (v.first_bad_seq, v.problem.clone()),
+        (Some(5), Some(ChainProblem::HashMismatch))
+    );
+    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    Ok(())
+}
+
+#[test]
+fn editing_a_row_and_recomputing_its_hash_is_detected_at_the_next_row() -> TestResult {
+    let f = busy();
+    drop_guards(&f);
+    let conn = f.sql();
+    let (prev, at, actor, kind, session): (String, String, String, String, Option<String>) = conn
+        .query_row(
+        "SELECT prev_hash, at, actor, kind, session_id FROM audit WHERE seq = 6",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+    )?;
+    let forged = r#"{"forged":true}"#;
+    let hash = chain_hash(&prev, 6, &at, &actor, &kind, session.as_deref(), forged);
+    conn.execute(
+        "UPDATE audit SET detail = ?1, hash = ?2 WHERE seq = 6",
+        (forged, &hash),
+    )?;
+    let v = f.ledger.verify(None)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem.clone()),
+        (Some(7), Some(ChainProblem::BrokenLink))
+    );
+    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    Ok(())
+}
+
+#[test]
+fn deleting_a_row_in_the_middle_is_detected_by_both_verifiers() -> TestResult {
+    let f = busy();
+    drop_guards(&f);
+    f.sql().execute("DELETE FROM audit WHERE seq = 8", [])?;
+    let v = f.ledger.verify(None)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem.clone()),
+        (Some(9), Some(ChainProblem::Gap))
+    );
+    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    // Deleting the first row too.
+    f.sql().execute("DELETE FROM audit WHERE seq = 1", [])?;
+    let v = f.ledger.verify(None)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem.clone()),
+        (Some(2), Some(ChainProblem::Gap))
+    );
+    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    Ok(())
+}
+
+#[test]
+fn truncating_the_tail_past_a_saved_head_is_detected_by_both_verifiers() -> TestResult {
+    let f = busy();
+    let saved = f.ledger.audit_head()?;
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq > ?1", [saved.seq - 3])?;
+    // What is left is a valid chain: only the saved head shows the loss.
+    assert!(f.ledger.verify(None)?.ok);
+    assert_eq!(sql_verdict(&f), None);
+    let v = f.ledger.verify(Some(&saved))?;
+    assert!(!v.ok);
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq), Some(ChainProblem::Truncated))
+    );
+    assert_eq!(sql_head_check(&f, &saved), "truncated");
+    Ok(())
+}
+
+#[test]
+fn a_rewritten_tail_is_detected_against_a_saved_head() -> TestResult {
+    let f = busy();
+    let saved = f.ledger.audit_head()?;
+    drop_guards(&f);
+    // Remove the last row and append a different one in its place, correctly chained.
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
+    f.ledger.create_root("cover-up", "mallory")?;
+    assert!(f.ledger.verify(None)?.ok);
+    let v = f.ledger.verify(Some(&saved))?;
+    assert_eq!(v.problem, Some(ChainProblem::HeadMismatch));
+    assert_eq!(sql_head_check(&f, &saved), "head_mismatch");
+    Ok(())
+}
+
+#[test]
+fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema() -> TestResult {
+    let f = busy();
+    let head = f.ledger.audit_head()?;
+    let conn = f.sql();
+    let insert = "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                  VALUES (?1, '2026-01-01T00:00:00.000Z', 'x', 'session.end', 'w1', '{}', ?2, ?3)";
+    let good_hash = "a".repeat(64);
+    for (seq, prev, hash) in [
+        (head.seq + 2, head.hash.clone(), good_hash.clone()), // skips a seq
+        (head.seq + 1, "0".repeat(64), good_hash.clone()),    // wrong prev_hash
+        (head.seq + 1, head.hash.clone(), "xyz".to_owned()),  // malformed hash
+    ] {
+        let err = conn
+            .execute(insert, (seq, &prev, &hash))
+            .expect_err("refused");
+        assert!(err.to_string().contains("hash chain"), "{err}");
+    }
+    assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
+
+#[test]
+fn a_malformed_saved_head_is_refused() {
+    for bad in [
+        "",
+        "12",
+        "x:abc",
+        "12:abc",
+        &format!("-1:{}", "a".repeat(64)),
+        &format!("1:{}", "A".repeat(64)),
+    ] {
+        assert!(bad.parse::<AuditHead>().is_err(), "{bad:?}");
+    }
+    let good = format!("12:{}", "a".repeat(64));
+    assert_eq!(good.parse::<AuditHead>().expect("parses").to_string(), good);
+}
+
+#[test]
+fn the_audit_query_filters_by_subtree_and_time() -> TestResult {
+    let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
+        "2026-01-01T00:00:00.000Z".parse()?,
+    ));
+    let f = Fixture::with(Config::default().clock(clock.clone()));
+    f.build("a > a1; a1 > a2; b > b1");
+    clock.advance(chrono::TimeDelta::hours(1));
+    f.ledger.end("a2", "op")?;
+    f.ledger.end("b1", "op")?;
+    let sessions = |q: AuditQuery| -> Vec<String> {
+        f.ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .filter_map(|e| e.session)
+            .collect()
+    };
+    assert_eq!(
+        sessions(AuditQuery::all().subtree("a1")),
+        ["a1", "a2", "a2"]
+    );
+    let since: chrono::DateTime<chrono::Utc> = "2026-01-01T00:30:00Z".parse()?;
+    assert_eq!(sessions(AuditQuery::all().since(since)), ["a2", "b1"]);
+    assert_eq!(sessions(AuditQuery::all().until(since)).len(), 5);
+    assert_eq!(
+        sessions(AuditQuery::all().subtree("b").since(since)),
+        ["b1"]
+    );
+    Ok(())
+}
+
+#[test]
+fn explain_traces_a_posture_back_to_the_operators_grant_row() -> TestResult {
+    let f = Fixture::new();
+    f.ledger.create_root("conductor", "op")?;
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.build("conductor > w1; w1 > w2");
+    f.ledger.add_pattern("w2", "npm test", "bob")?;
+    f.ledger
+        .grant_scope("w2", "hotfix", Duration::from_secs(60), "bob")?;
+    let e = f.ledger.explain("w2")?;
+    let posture = e.state.posture.as_ref().expect("inherited posture");
+    assert_eq!(posture.chain, ["conductor", "w1", "w2"]);
+    assert!(e.state.trust);
+    assert!(e.state.materialized.is_none(), "explain reads only");
+    let grant = e.grant.expect("the grant's audit row");
+    assert_eq!(
+        (grant.kind.as_str(), grant.actor.as_str()),
+        ("posture.grant", "alice")
+    );
+    assert_eq!(grant.session.as_deref(), Some("conductor"));
+    assert_eq!(e.patterns[0].pattern, "npm test");
+    assert_eq!(e.live_scopes[0].name, "hotfix");
+    let kinds: Vec<_> = e.audit.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(kinds, ["session.create", "pattern.add", "scope.grant"]);
+    Ok(())
+}
+
+/// Builds a ledger of at least `rows` audit rows through the library: chains of created
+/// sessions under a trusted root (one row each), the first read of each chain's end (one
+/// `label.inherit` row per session, in one transaction per chain), and one cascade revoking
+/// every posture (one row per session, in one transaction).
+fn large(rows: usize) -> Fixture {
+    let f = Fixture::with(
+        Config::default()
+            .synchronous(Synchronous::Normal)
+            .max_live_children(u32::MAX)
+            .creation_rate(u32::MAX, Duration::from_secs(1)),
+    );
+    f.ledger.create_root("root", "op").expect("root");
+    f.ledger
+        .grant("root", PostureLevel::Trust, "op")
+        .expect("grant");
+    let sessions = rows / 3 + 1;
+    let mut made = 0;
+    let mut chain = 0;
+    while made < sessions {
+        let mut parent = "root".to_owned();
+        for depth in 0..60 {
+            let id = format!("c{chain}-{depth}");
+            f.ledger.create_child(&id, &parent, "op").expect("create");
+            parent = id;
+            made += 1;
+        }
+        f.ledger.state(&parent).expect("first read");
+        chain += 1;
+    }
+    f.ledger
+        .revoke("root", Propagation::Cascade { token: None }, "op")
+        .expect("cascade");
+    f
+}
+
+#[test]
+fn the_rust_verifier_and_the_sql_query_agree_on_a_ledger_of_100_000_rows() -> TestResult {
+    let f = large(100_000);
+    let v = f.ledger.verify(None)?;
+    assert!(v.rows >= 100_000, "{} rows", v.rows);
+    assert!(v.ok);
+    assert_eq!(sql_verdict(&f), None);
+    drop_guards(&f);
+    f.sql().execute(
+        "UPDATE audit SET detail = '{\"x\":1}' WHERE seq = 77777",
+        [],
+    )?;
+    let v = f.ledger.verify(None)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem.clone()),
+        (Some(77_777), Some(ChainProblem::HashMismatch))
+    );
+    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    Ok(())
+}
