@@ -146,15 +146,21 @@ BEGIN
     SELECT RAISE(ABORT, 'session-ledger: a label is materialized once; raise it instead');
 END;
 
--- Only a root is born, and it is born with the default (private, trusted). An inherited label
--- is at least its source's and at least its creator's, and the creator must be materialized
--- first (rule L2): no label can be written below what its session already inherits.
+-- Only a root is born, and it is born with the default (private, trusted).
+CREATE TRIGGER labels_born_with_the_default
+BEFORE INSERT ON labels
+WHEN NEW.materialized_how = 'born'
+ AND ((SELECT origin FROM sessions WHERE id = NEW.session_id) IS NOT 'root'
+      OR NEW.taint IS NOT 'private' OR NEW.untrusted IS NOT 0)
+BEGIN
+    SELECT RAISE(ABORT, 'session-ledger: only a root is born with a label, and with the default (private, trusted)');
+END;
+
+-- An inherited label is at least its source's and at least its creator's, and the creator must
+-- be materialized first (rule L2): no label can be written below what its session inherits.
 CREATE TRIGGER labels_inherit_faithfully
 BEFORE INSERT ON labels
-WHEN (NEW.materialized_how = 'born'
-      AND ((SELECT origin FROM sessions WHERE id = NEW.session_id) IS NOT 'root'
-           OR NEW.taint IS NOT 'private' OR NEW.untrusted IS NOT 0))
-  OR (NEW.materialized_how = 'inherited'
+WHEN NEW.materialized_how = 'inherited'
       AND (NOT EXISTS (SELECT 1 FROM labels WHERE session_id = NEW.inherited_from)
            OR NOT EXISTS (SELECT 1 FROM labels
                            WHERE session_id = (SELECT created_by FROM sessions
@@ -167,7 +173,7 @@ WHEN (NEW.materialized_how = 'born'
                                               WHEN 'secret' THEN 2 END)
                               < (CASE above.taint WHEN 'public' THEN 0 WHEN 'private' THEN 1
                                                   WHEN 'secret' THEN 2 END)
-                              OR NEW.untrusted < above.untrusted))))
+                              OR NEW.untrusted < above.untrusted)))
 BEGIN
     SELECT RAISE(ABORT, 'session-ledger: an inherited label cannot be lower than its source or its creator (rule L2)');
 END;

@@ -76,6 +76,24 @@ CREATE TABLE postures (
 -- Postures of one epoch: counted and carried over when the next epoch starts.
 CREATE INDEX postures_by_epoch ON postures (epoch);
 
+-- A posture row never changes except to be carried into a later epoch (durable postures): a
+-- different level, source or chain is a new grant or a revocation, with its audit row.
+CREATE TRIGGER postures_change_only_by_epoch
+BEFORE UPDATE ON postures
+WHEN NEW.session_id IS NOT OLD.session_id
+  OR NEW.posture IS NOT OLD.posture
+  OR NEW.source IS NOT OLD.source
+  OR NEW.granted_by IS NOT OLD.granted_by
+  OR NEW.granted_at IS NOT OLD.granted_at
+  OR NEW.granted_on IS NOT OLD.granted_on
+  OR NEW.inherited_from IS NOT OLD.inherited_from
+  OR NEW.allocated_at IS NOT OLD.allocated_at
+  OR NEW.chain IS NOT OLD.chain
+  OR NEW.epoch < OLD.epoch
+BEGIN
+    SELECT RAISE(ABORT, 'session-ledger: a posture only moves into a later epoch; grant or revoke instead');
+END;
+
 -- Rules P1 and P2: an inherited posture is exactly the posture the creator holds in the same
 -- epoch at the moment the child is allocated, and comes from the child's own creator.
 CREATE TRIGGER postures_inherit_only_what_the_creator_holds
@@ -139,12 +157,33 @@ CREATE TABLE override_scopes (
 -------------------------------------------------------------------------------------------------
 INSERT INTO audit_kinds (kind, meaning) VALUES
     ('posture.grant',   'an operator granted a posture; detail: {"posture", "previous"}'),
-    ('posture.revoke',  'a posture was revoked; detail: {"propagation": local|cascade|global, "root", "posture", "source", "granted_on"}'),
+    ('posture.revoke',  'a posture was revoked; detail: {"propagation": local|cascade|global, "root", "posture", "source", "granted_on", "current"}'),
     ('epoch.start',     'a new posture epoch started; detail: {"epoch", "durable", "lapsed", "carried"}'),
     ('pattern.add',     'an operator allowed a command pattern for one session; detail: {"pattern"}'),
     ('pattern.remove',  'a command pattern was removed; detail: {"pattern"}'),
     ('scope.grant',     'an operator granted an override scope; detail: {"scope", "expires_at"}'),
     ('scope.revoke',    'an override scope was revoked before it expired; detail: {"scope", "expires_at"}');
+
+-- From this version, an allocation records the posture it passed on, and ending a session ends
+-- its spawned sub-agents. The meanings are fixed by a trigger, which steps aside for this.
+DROP TRIGGER audit_kinds_are_fixed_update;
+UPDATE audit_kinds
+   SET meaning = 'a live session created a child; detail: {"creator", "depth", "inherited_trust", "inherited_trust_reads"}'
+ WHERE kind = 'session.create';
+UPDATE audit_kinds
+   SET meaning = 'a create was refused by a bound (rule S2); detail: {"creator", "reason", "limit", ..., "inherited_trust": false, "inherited_trust_reads": false}'
+ WHERE kind = 'session.create_refused';
+UPDATE audit_kinds
+   SET meaning = 'a spawned sub-agent id was first seen and recorded; detail: {"created_by", "depth", "inherited_trust", "inherited_trust_reads", "ended"}'
+ WHERE kind = 'session.spawn';
+UPDATE audit_kinds
+   SET meaning = 'a session was ended and stays as a tombstone; detail: {} or, for a spawned sub-agent ended with its session, {"ended_with"}'
+ WHERE kind = 'session.end';
+CREATE TRIGGER audit_kinds_are_fixed_update
+BEFORE UPDATE ON audit_kinds
+BEGIN
+    SELECT RAISE(ABORT, 'session-ledger: audit kinds are fixed by migrations');
+END;
 
 -------------------------------------------------------------------------------------------------
 -- Views.

@@ -259,12 +259,14 @@ mod ops {
         /// # Errors
         ///
         /// [`Error::InvalidId`], [`Error::InvalidPattern`], [`Error::InvalidActor`],
-        /// [`Error::UnknownPattern`] when the session does not have it.
+        /// [`Error::UnknownSession`], [`Error::UnknownPattern`] when the session does not have
+        /// it. Patterns can be removed from an ended session.
         pub fn remove_pattern(&self, id: &str, pattern: &str, actor: &str) -> Result<()> {
             validate_id(id)?;
             validate_pattern(pattern)?;
             validate_actor(actor)?;
             self.write(|tx, now| {
+                recorded(tx, id)?;
                 if !storage::grants::remove_pattern(tx, id, pattern)? {
                     return Err(Error::UnknownPattern {
                         session: id.to_owned(),
@@ -343,12 +345,14 @@ mod ops {
         /// # Errors
         ///
         /// [`Error::InvalidId`], [`Error::InvalidScopeName`], [`Error::InvalidActor`],
-        /// [`Error::UnknownScope`] when the session has no live scope of that name.
+        /// [`Error::UnknownSession`], [`Error::UnknownScope`] when the session has no live
+        /// scope of that name.
         pub fn revoke_scope(&self, id: &str, name: &str, actor: &str) -> Result<()> {
             validate_id(id)?;
             validate_scope_name(name)?;
             validate_actor(actor)?;
             self.write(|tx, now| {
+                recorded(tx, id)?;
                 let Some(expires_at) = storage::grants::revoke_scope(tx, id, name, actor, now)?
                 else {
                     return Err(Error::UnknownScope {

@@ -141,7 +141,7 @@ impl Ledger {
             // A spawned creator seen for the first time is recorded now (and recorded as ended
             // under an ended session). If the create is refused, that recording is undone with
             // it: a refusal changes nothing but the audit trail.
-            tx.execute_batch("SAVEPOINT resolve_creator")?;
+            storage::savepoint(tx, "resolve_creator")?;
             let parent = resolve(tx, creator, now)?
                 .ok_or_else(|| Error::UnknownSession(creator.to_owned()))?;
             if !parent.is_live() {
@@ -154,7 +154,7 @@ impl Ledger {
             if let Some((refusal, mut detail)) =
                 self.check_bounds(tx, id, creator, depth, now.time)?
             {
-                tx.execute_batch("ROLLBACK TO resolve_creator; RELEASE resolve_creator")?;
+                storage::rollback_to(tx, "resolve_creator")?;
                 // Nothing transferred: recorded as positive evidence (rule A1).
                 detail["inherited_trust"] = json!(false);
                 detail["inherited_trust_reads"] = json!(false);
@@ -168,7 +168,7 @@ impl Ledger {
                 )?;
                 return Ok(Err(refusal));
             }
-            tx.execute_batch("RELEASE resolve_creator")?;
+            storage::release(tx, "resolve_creator")?;
             storage::sessions::insert(tx, id, Some(creator), depth, Origin::Created, now)?;
             // Rule P1: the creator's posture as it stands now, under the write lock.
             let posture = storage::postures::inherit(tx, id, creator, now)?;

@@ -107,7 +107,7 @@ enum Command {
     /// Walk the audit hash chain; exit 0 only when every row verifies.
     Verify {
         /// A head saved earlier (SEQ:HASH from `audit head`): also detect rows removed since.
-        #[arg(long, value_name = "SEQ:HASH")]
+        #[arg(long, value_name = "SEQ:HASH", allow_hyphen_values = true)]
         head: Option<String>,
     },
     /// Explain why a session holds what it holds: label, posture chain, grants, audit rows.
@@ -230,7 +230,7 @@ enum ScopeCommand {
         /// The scope's name.
         name: String,
         /// How long it lasts.
-        #[arg(long, value_name = "DURATION")]
+        #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
         ttl: String,
         /// Who is doing this.
         #[arg(long, value_name = "NAME")]
@@ -857,6 +857,15 @@ fn affected_line(a: &Affected) -> String {
     format!("{}  depth {}  {} ({how}{lapsed})", a.id, a.depth, a.posture)
 }
 
+/// "1 session", "2 sessions".
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 fn print_revocation(out: &mut impl Write, json: bool, r: &Revocation) -> Result<(), CliError> {
     if json {
         writeln!(out, "{}", serde_json::to_string(r)?)?;
@@ -866,21 +875,32 @@ fn print_revocation(out: &mut impl Write, json: bool, r: &Revocation) -> Result<
     match r.propagation {
         "preview" => writeln!(
             out,
-            "a cascade from {root} would change {} sessions:",
-            r.count
+            "a cascade from {root} would change {}:",
+            count(r.count, "session", "sessions")
         )?,
-        "global" => writeln!(out, "revoked {} postures (global)", r.count)?,
-        how => writeln!(out, "revoked {} postures ({how} from {root})", r.count)?,
+        "global" => writeln!(
+            out,
+            "revoked {} (global)",
+            count(r.count, "posture", "postures")
+        )?,
+        how => writeln!(
+            out,
+            "revoked {} ({how} from {root})",
+            count(r.count, "posture", "postures")
+        )?,
     }
     for a in &r.sessions {
         writeln!(out, "  {}", affected_line(a))?;
     }
     if let Some(holding) = &r.still_holding {
+        let (n, verb) = match holding.len() {
+            1 => ("1 descendant".to_owned(), "holds"),
+            n => (format!("{n} descendants"), "hold"),
+        };
+        let colon = if holding.is_empty() { "" } else { ":" };
         writeln!(
             out,
-            "{} descendants still hold a posture inherited through {root}{}",
-            holding.len(),
-            if holding.is_empty() { "" } else { ":" }
+            "{n} still {verb} a posture inherited through {root}{colon}"
         )?;
         for a in holding {
             writeln!(out, "  {}", affected_line(a))?;

@@ -365,3 +365,17 @@ fn the_rust_verifier_and_the_sql_query_agree_on_a_ledger_of_100_000_rows() -> Te
     assert_eq!(sql_verdict(&f), rust_verdict(&v));
     Ok(())
 }
+
+#[test]
+fn the_empty_trails_head_is_checked_too() -> TestResult {
+    let f = Fixture::new();
+    let genesis = f.ledger.audit_head()?;
+    assert_eq!(genesis.seq, 0);
+    assert!(f.ledger.verify(Some(&genesis))?.ok);
+    let forged: AuditHead = format!("0:{}", "a".repeat(64)).parse()?;
+    assert_eq!(
+        f.ledger.verify(Some(&forged))?.problem,
+        Some(ChainProblem::HeadMismatch)
+    );
+    Ok(())
+}

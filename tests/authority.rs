@@ -671,3 +671,48 @@ fn a_label_raise_does_not_change_a_posture() -> TestResult {
     assert!(f.ledger.state("s")?.trust);
     Ok(())
 }
+
+#[test]
+fn a_posture_cannot_be_widened_or_rewritten_by_hand() -> TestResult {
+    let f = Fixture::new();
+    f.build("conductor > worker");
+    f.ledger
+        .grant("conductor", PostureLevel::TrustReads, "op")?;
+    f.ledger.create_child("w2", "conductor", "op")?;
+    let before = f.snapshot();
+    let conn = f.sql();
+    for sql in [
+        "UPDATE postures SET posture = 'trust' WHERE session_id = 'w2'",
+        "UPDATE postures SET chain = '[\"w2\"]', source = 'granted', inherited_from = NULL WHERE session_id = 'w2'",
+        "UPDATE postures SET epoch = -1 WHERE session_id = 'w2'",
+    ] {
+        let err = conn.execute(sql, []).expect_err(sql);
+        assert!(err.to_string().contains("session-ledger"), "{sql}: {err}");
+    }
+    assert_eq!(f.snapshot(), before);
+    assert!(!trusted(&f, "w2"));
+    Ok(())
+}
+
+#[test]
+fn removing_a_grant_from_an_unknown_session_names_the_session() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    assert!(matches!(
+        f.ledger.remove_pattern("nobody", "ls", "op"),
+        Err(Error::UnknownSession(_))
+    ));
+    assert!(matches!(
+        f.ledger.revoke_scope("nobody", "x", "op"),
+        Err(Error::UnknownSession(_))
+    ));
+    assert!(matches!(
+        f.ledger.patterns("nobody"),
+        Err(Error::UnknownSession(_))
+    ));
+    assert!(matches!(
+        f.ledger.scopes("nobody"),
+        Err(Error::UnknownSession(_))
+    ));
+    Ok(())
+}

@@ -204,6 +204,25 @@ fn literal_path(path: &Path) -> PathBuf {
     }
 }
 
+/// A named savepoint inside a write transaction, to undo part of it (`rollback_to`) and go on.
+pub(crate) fn savepoint(tx: &Transaction<'_>, name: &str) -> Result<()> {
+    debug_assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    tx.execute_batch(&format!("SAVEPOINT {name}"))?;
+    Ok(())
+}
+
+/// Undoes everything since the savepoint `name` and ends it.
+pub(crate) fn rollback_to(tx: &Transaction<'_>, name: &str) -> Result<()> {
+    tx.execute_batch(&format!("ROLLBACK TO {name}; RELEASE {name}"))?;
+    Ok(())
+}
+
+/// Keeps everything since the savepoint `name` and ends it.
+pub(crate) fn release(tx: &Transaction<'_>, name: &str) -> Result<()> {
+    tx.execute_batch(&format!("RELEASE {name}"))?;
+    Ok(())
+}
+
 /// Turns the errors that mean "this is not a ledger" or "read-only" into their own variants.
 fn classify(e: rusqlite::Error, path: &Path) -> Error {
     match e.sqlite_error_code() {
