@@ -40,12 +40,16 @@ pub fn chain_hash(
     detail: &str,
 ) -> String {
     let mut h = Sha3_256::new();
+    let mut digits = [0u8; 24];
     h.update(prev_hash.as_bytes());
-    h.update(format!("|{seq}|").as_bytes());
+    h.update(b"|");
+    h.update(decimal(seq, &mut digits));
+    h.update(b"|");
     for field in [Some(at), Some(actor), Some(kind), session, Some(detail)] {
         match field {
             Some(text) => {
-                h.update(format!("{}:", text.len()).as_bytes());
+                h.update(decimal(text.len() as i64, &mut digits));
+                h.update(b":");
                 h.update(text.as_bytes());
                 h.update(b"|");
             }
@@ -55,15 +59,36 @@ pub fn chain_hash(
     hex(&h.finalize())
 }
 
+/// `n` in decimal, written into the end of `buf`, without allocating: this runs once per audit
+/// row and once per field.
+fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
+    let negative = n < 0;
+    let mut m = n.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
+}
+
 /// Lower-case hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0x0f)]);
+    }
+    String::from_utf8(out).expect("hex digits are ASCII")
 }
 
 /// The head of the audit chain: the last row's sequence number and hash. Keep it somewhere

@@ -66,11 +66,34 @@ pub fn format_ts(t: DateTime<Utc>) -> String {
     t.format(FORMAT).to_string()
 }
 
-/// Parses a time in the ledger's stored form.
+/// Parses a time in the ledger's stored form, `YYYY-MM-DDTHH:MM:SS.sssZ` exactly. Every read
+/// parses a few of these, so this reads the fixed positions instead of interpreting a format.
 pub(crate) fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
-    NaiveDateTime::parse_from_str(s, FORMAT)
-        .ok()
-        .map(|n| n.and_utc())
+    let b = s.as_bytes();
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[23] != b'Z'
+    {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        b[from..to].iter().try_fold(0u32, |n, &d| {
+            d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
+        })
+    };
+    let date = chrono::NaiveDate::from_ymd_opt(num(0, 4)? as i32, num(5, 7)?, num(8, 10)?)?;
+    let time = chrono::NaiveTime::from_hms_milli_opt(
+        num(11, 13)?,
+        num(14, 16)?,
+        num(17, 19)?,
+        num(20, 23)?,
+    )?;
+    Some(NaiveDateTime::new(date, time).and_utc())
 }
 
 pub(crate) fn serialize_ts<S: serde::Serializer>(
@@ -87,5 +110,27 @@ pub(crate) fn serialize_opt_ts<S: serde::Serializer>(
     match t {
         Some(t) => s.serialize_str(&format_ts(*t)),
         None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_times_round_trip_and_nothing_else_parses() {
+        let t = parse_ts("2026-11-30T12:34:56.789Z").expect("parses");
+        assert_eq!(format_ts(t), "2026-11-30T12:34:56.789Z");
+        for bad in [
+            "2026-11-30T12:34:56Z",
+            "2026-11-30 12:34:56.789Z",
+            "2026-13-30T12:34:56.789Z",
+            "2026-11-30T24:00:00.000Z",
+            "2026-11-30T12:34:56.78xZ",
+            "+026-11-30T12:34:56.789Z",
+            "",
+        ] {
+            assert_eq!(parse_ts(bad), None, "{bad:?}");
+        }
     }
 }

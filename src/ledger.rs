@@ -279,10 +279,7 @@ impl Ledger {
     /// ```
     pub fn state(&self, id: &str) -> Result<SessionState> {
         validate_id(id)?;
-        if let Some(stored) = self
-            .storage
-            .read(|c| with_posture(c, storage::labels::get(c, id)?))?
-        {
+        if let Some(stored) = self.storage.read(|c| storage::labels::get(c, id))? {
             return Ok(stored);
         }
         let anchored = self.storage.read(|c| {
@@ -291,7 +288,7 @@ impl Ledger {
         if !anchored {
             return Ok(unknown(id));
         }
-        let stored = self.write(|tx, now| with_posture(tx, materialize(tx, id, now)?))?;
+        let stored = self.write(|tx, now| materialize(tx, id, now))?;
         Ok(stored.unwrap_or_else(|| unknown(id)))
     }
 
@@ -304,8 +301,7 @@ impl Ledger {
     /// [`Error::InvalidId`]; [`Error::Storage`].
     pub fn stored_label(&self, id: &str) -> Result<Option<SessionState>> {
         validate_id(id)?;
-        self.storage
-            .read(|c| with_posture(c, storage::labels::get(c, id)?))
+        self.storage.read(|c| storage::labels::get(c, id))
     }
 
     /// Raises the session's label (rule L1): the higher taint class, and the untrusted flag
@@ -464,28 +460,6 @@ pub(crate) fn unknown(id: &str) -> SessionState {
         trust_reads: false,
         posture: None,
     }
-}
-
-/// Fills in the posture of a stored state: the row as it is, and whether it counts now.
-fn with_posture(
-    conn: &rusqlite::Connection,
-    state: Option<SessionState>,
-) -> Result<Option<SessionState>> {
-    let Some(mut state) = state else {
-        return Ok(None);
-    };
-    if let Some((ended, posture)) = storage::postures::decision_facts(conn, &state.session)? {
-        let counts = |level| {
-            !ended
-                && posture
-                    .as_ref()
-                    .is_some_and(|p| p.current && p.level == level)
-        };
-        state.trust = counts(PostureLevel::Trust);
-        state.trust_reads = counts(PostureLevel::TrustReads);
-        state.posture = posture;
-    }
-    Ok(Some(state))
 }
 
 /// `(inherited_trust, inherited_trust_reads)` for the audit of an allocation.

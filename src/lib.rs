@@ -79,7 +79,8 @@ pub use grants::{
 pub use labels::{Label, Materialized, Raise, RaiseOutcome, SessionState, Taint};
 pub use ledger::{Created, Ledger};
 pub use postures::{
-    Affected, EpochStart, Posture, PostureLevel, PostureSource, Propagation, Revocation,
+    validate_preview_token, Affected, EpochStart, Posture, PostureLevel, PostureSource,
+    Propagation, Revocation,
 };
 pub use sessions::{
     spawned_chain, spawned_parent, validate_actor, validate_id, Origin, Session, TreeEntry,

@@ -166,8 +166,12 @@ pub struct EpochStart {
     pub carried: u64,
 }
 
-/// A preview token: 64 lower-case hex digits.
-pub(crate) fn check_token(token: &str) -> Result<(), Error> {
+/// Checks the form of a preview token: 64 lower-case hex digits.
+///
+/// # Errors
+///
+/// [`Error::InvalidToken`].
+pub fn validate_preview_token(token: &str) -> Result<(), Error> {
     let ok = token.len() == 64
         && token
             .bytes()
@@ -193,7 +197,8 @@ mod ops {
     use sha3::{Digest, Sha3_256};
 
     use super::{
-        check_token, Affected, EpochStart, Posture, PostureLevel, Propagation, Revocation,
+        validate_preview_token, Affected, EpochStart, Posture, PostureLevel, Propagation,
+        Revocation,
     };
     use crate::error::{Error, Result};
     use crate::ledger::{resolve, Ledger};
@@ -298,7 +303,7 @@ mod ops {
             validate_id(id)?;
             validate_actor(actor)?;
             if let Propagation::Cascade { token: Some(token) } = &propagation {
-                check_token(token)?;
+                validate_preview_token(token)?;
             }
             if propagation == Propagation::Preview {
                 let rows = self

@@ -6,15 +6,23 @@ use rusqlite::{named_params, Connection, OptionalExtension, Transaction};
 use super::{opt_ts, ts};
 use crate::error::{Error, Result};
 use crate::labels::{Label, Materialized, SessionState, Taint};
+use crate::postures::PostureLevel;
 
-/// A stored label with its provenance.
+/// A session's state in one statement, the hot path of every read: its stored label with
+/// provenance, whether it ended, and its posture row. `None` when it is not materialized.
 pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT taint, untrusted, materialized_how, inherited_from, materialized_at, raised_at
-           FROM labels WHERE session_id = :id",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT l.taint, l.untrusted, l.materialized_how, l.inherited_from, l.materialized_at,
+                l.raised_at, s.ended_at IS NOT NULL, p.session_id IS NOT NULL, {}
+           FROM labels AS l
+           JOIN sessions AS s ON s.id = l.session_id
+           LEFT JOIN postures AS p ON p.session_id = l.session_id
+          WHERE l.session_id = ?1",
+        super::postures::COLUMNS
+    ))?;
     let raw = stmt
-        .query_row(named_params! { ":id": id }, |row| {
+        .query_row([id], |row| {
+            let has_posture: bool = row.get(7)?;
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, bool>(1)?,
@@ -22,10 +30,17 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
                 row.get::<_, Option<String>>(3)?,
                 row.get::<_, String>(4)?,
                 row.get::<_, Option<String>>(5)?,
+                row.get::<_, bool>(6)?,
+                if has_posture {
+                    Some(super::postures::RawPosture::from_row(row, 8)?)
+                } else {
+                    None
+                },
             ))
         })
         .optional()?;
-    let Some((taint, untrusted, how, from, materialized_at, raised_at)) = raw else {
+    let Some((taint, untrusted, how, from, materialized_at, raised_at, ended, posture)) = raw
+    else {
         return Ok(None);
     };
     let materialized = match (how.as_str(), from) {
@@ -37,6 +52,15 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
             )))
         }
     };
+    let posture = posture
+        .map(super::postures::RawPosture::into_posture)
+        .transpose()?;
+    let counts = |level| {
+        !ended
+            && posture
+                .as_ref()
+                .is_some_and(|p| p.current && p.level == level)
+    };
     Ok(Some(SessionState {
         session: id.to_owned(),
         taint: parse_taint(id, &taint)?,
@@ -45,9 +69,9 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
         materialized: Some(materialized),
         materialized_at: Some(ts("labels.materialized_at", &materialized_at)?),
         raised_at: opt_ts("labels.raised_at", raised_at)?,
-        trust: false,
-        trust_reads: false,
-        posture: None,
+        trust: counts(PostureLevel::Trust),
+        trust_reads: counts(PostureLevel::TrustReads),
+        posture,
     }))
 }
 

@@ -13,7 +13,7 @@ pub(crate) fn current_epoch(conn: &Connection) -> Result<i64> {
     epoch.ok_or_else(|| Error::Corruption("the epochs table is empty".into()))
 }
 
-const COLUMNS: &str = "p.session_id, p.posture, p.source, p.granted_by, p.granted_at, \
+pub(crate) const COLUMNS: &str = "p.session_id, p.posture, p.source, p.granted_by, p.granted_at, \
      p.granted_on, p.inherited_from, p.allocated_at, p.chain, p.epoch, \
      p.epoch = (SELECT max(epoch) FROM epochs)";
 
@@ -368,10 +368,10 @@ pub(crate) fn decision_facts(
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT s.ended_at IS NOT NULL, p.session_id IS NOT NULL, {COLUMNS}
            FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
-          WHERE s.id = :id"
+          WHERE s.id = ?1"
     ))?;
     let raw = stmt
-        .query_row(named_params! { ":id": id }, |row| {
+        .query_row([id], |row| {
             let ended: bool = row.get(0)?;
             let has_posture: bool = row.get(1)?;
             let posture = if has_posture {
