@@ -297,6 +297,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// Prints `value` as one line of JSON with `--json`, else the text `text` makes.
+fn emit(
+    out: &mut impl Write,
+    json: bool,
+    value: &impl serde::Serialize,
+    text: impl FnOnce() -> String,
+) -> Result<(), CliError> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string(value)?)?;
+    } else {
+        writeln!(out, "{}", text())?;
+    }
+    Ok(())
+}
+
 /// clap's message on one line: its lines joined, without the usage and help hints.
 fn one_line(rendered: &str) -> String {
     let text: Vec<&str> = rendered
@@ -454,11 +469,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::State { id } => {
             let ledger = open_existing(&cli.db)?;
             let state = ledger.state(id)?;
-            if cli.json {
-                writeln!(out, "{}", serde_json::to_string(&state)?)?;
-            } else {
-                writeln!(out, "{}", describe_state(&state))?;
-            }
+            emit(out, cli.json, &state, || describe_state(&state))?;
         }
         Command::Raise {
             id,
@@ -511,11 +522,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             ..
         } => {
             let head = open_existing(&cli.db)?.audit_head()?;
-            if cli.json {
-                writeln!(out, "{}", serde_json::to_string(&head)?)?;
-            } else {
-                writeln!(out, "{head}")?;
-            }
+            emit(out, cli.json, &head, || head.to_string())?;
         }
         Command::Audit {
             command: None,
@@ -582,15 +589,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                 PostureLevel::TrustReads
             };
             let posture = ledger.grant(id, level, &actor(who))?;
-            if cli.json {
-                writeln!(out, "{}", serde_json::to_string(&posture)?)?;
-            } else {
-                writeln!(
-                    out,
+            emit(out, cli.json, &posture, || {
+                format!(
                     "{id}: {} granted by {} (epoch {})",
                     posture.level, posture.granted_by, posture.epoch
-                )?;
-            }
+                )
+            })?;
         }
         Command::Revoke {
             id,
@@ -651,24 +655,22 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                     .durable_postures(*durable),
             )?;
             let start = ledger.start_epoch(&actor(who))?;
-            if cli.json {
-                writeln!(out, "{}", serde_json::to_string(&start)?)?;
-            } else {
-                writeln!(
-                    out,
+            emit(out, cli.json, &start, || {
+                format!(
                     "epoch {} started: {} postures lapsed, {} carried over",
                     start.epoch, start.lapsed, start.carried
-                )?;
-            }
+                )
+            })?;
         }
         Command::Epoch(EpochCommand::Show) => {
             let ledger = open_existing(&cli.db)?;
             let epoch = ledger.current_epoch()?;
-            if cli.json {
-                writeln!(out, "{}", serde_json::json!({ "epoch": epoch }))?;
-            } else {
-                writeln!(out, "current epoch: {epoch}")?;
-            }
+            emit(
+                out,
+                cli.json,
+                &serde_json::json!({ "epoch": epoch }),
+                || format!("current epoch: {epoch}"),
+            )?;
         }
         Command::Demo { path } => demo(out, path.as_deref())?,
     }
@@ -731,29 +733,23 @@ fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<
             actor: who,
         } => {
             ledger.remove_pattern(id, pattern, &actor(who))?;
-            if cli.json {
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::json!({ "session": id, "pattern": pattern, "removed": true })
-                )?;
-            } else {
-                writeln!(out, "{id}: pattern {pattern:?} removed")?;
-            }
+            emit(
+                out,
+                cli.json,
+                &serde_json::json!({ "session": id, "pattern": pattern, "removed": true }),
+                || format!("{id}: pattern {pattern:?} removed"),
+            )?;
         }
         PatternCommand::List { id } => {
             for p in ledger.patterns(id)? {
-                if cli.json {
-                    writeln!(out, "{}", serde_json::to_string(&p)?)?;
-                } else {
-                    writeln!(
-                        out,
+                emit(out, cli.json, &p, || {
+                    format!(
                         "{:?}  (added by {} at {})",
                         p.pattern,
                         p.added_by,
                         session_ledger::format_ts(p.added_at)
-                    )?;
-                }
+                    )
+                })?;
             }
         }
     }
@@ -771,15 +767,12 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
             let ttl = session_ledger::parse_ttl(ttl)?;
             let ledger = open_existing(&cli.db)?;
             let scope = ledger.grant_scope(id, name, ttl, &actor(who))?;
-            if cli.json {
-                writeln!(out, "{}", serde_json::to_string(&scope)?)?;
-            } else {
-                writeln!(
-                    out,
+            emit(out, cli.json, &scope, || {
+                format!(
                     "{id}: scope {name} granted until {}",
                     session_ledger::format_ts(scope.expires_at)
-                )?;
-            }
+                )
+            })?;
         }
         ScopeCommand::Revoke {
             id,
@@ -788,15 +781,12 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
         } => {
             let ledger = open_existing(&cli.db)?;
             ledger.revoke_scope(id, name, &actor(who))?;
-            if cli.json {
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::json!({ "session": id, "scope": name, "revoked": true })
-                )?;
-            } else {
-                writeln!(out, "{id}: scope {name} revoked")?;
-            }
+            emit(
+                out,
+                cli.json,
+                &serde_json::json!({ "session": id, "scope": name, "revoked": true }),
+                || format!("{id}: scope {name} revoked"),
+            )?;
         }
         ScopeCommand::List { id } => {
             let ledger = open_existing(&cli.db)?;

@@ -6,101 +6,17 @@
 //! [`refused_unchanged`] compares the audit trail (`audit --json`) and the `sessions` and
 //! `labels` rows before and after.
 
-use std::error::Error;
-use std::ffi::OsStr;
+mod common;
+
+use common::cli::{
+    assert_clean_failure, assert_mentions, ok, ok_json, run, run_raw, Run, TestResult,
+};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use tempfile::TempDir;
-
-type TestResult<T = ()> = Result<T, Box<dyn Error>>;
-
-const BIN: &str = env!("CARGO_BIN_EXE_session-ledger");
-
-/// What one run of the binary did.
-#[derive(Debug)]
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed.
-fn run_raw<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Run {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("SESSION_LEDGER_DB")
-        .env_remove("SESSION_LEDGER_ACTOR")
-        .output()
-        .expect("the session-ledger binary runs");
-    Run {
-        status: out.status,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Runs `session-ledger --db DB ARGS...` in DB's directory.
-fn run(db: &Path, args: &[&str]) -> Run {
-    let mut all: Vec<&OsStr> = vec![OsStr::new("--db"), db.as_os_str()];
-    all.extend(args.iter().map(OsStr::new));
-    run_raw(db.parent().expect("the ledger sits in a directory"), &all)
-}
-
-/// Runs the binary, requires success, and returns its stdout.
-fn ok(db: &Path, args: &[&str]) -> TestResult<String> {
-    let r = run(db, args);
-    if !r.status.success() {
-        return Err(format!("`{}` failed ({}): {}", args.join(" "), r.status, r.stderr).into());
-    }
-    Ok(r.stdout)
-}
-
-/// Runs the binary with `--json`, requires success, and parses its stdout as one JSON value.
-fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    Ok(serde_json::from_str(&ok(db, &all)?)?)
-}
-
-/// A failure as the issue requires: non-zero exit code (not a signal), exactly one line on
-/// stderr, no panic, nothing on stdout.
-fn assert_clean_failure(r: &Run, what: &str) {
-    assert!(
-        !r.status.success(),
-        "{what}: succeeded, stdout: {}",
-        r.stdout
-    );
-    assert!(
-        matches!(r.status.code(), Some(c) if c != 0),
-        "{what}: no exit code ({})",
-        r.status
-    );
-    assert!(
-        !r.stderr.contains("panicked"),
-        "{what}: panicked: {}",
-        r.stderr
-    );
-    assert_eq!(
-        r.stderr.lines().count(),
-        1,
-        "{what}: stderr is not one line: {:?}",
-        r.stderr
-    );
-    assert!(
-        !r.stderr.trim().is_empty(),
-        "{what}: the error line is empty"
-    );
-    assert!(
-        r.stdout.is_empty(),
-        "{what}: printed on stdout: {:?}",
-        r.stdout
-    );
-}
 
 /// A temporary directory holding `ledger.db`.
 struct Fixture {
@@ -192,14 +108,6 @@ fn refused_unchanged(db: &Path, args: &[&str]) -> TestResult<Run> {
     let after = snapshot(db)?;
     assert_eq!(before, after, "`{}` changed the ledger", args.join(" "));
     Ok(r)
-}
-
-fn assert_mentions(r: &Run, words: &str) {
-    assert!(
-        r.stderr.to_lowercase().contains(&words.to_lowercase()),
-        "expected the error to mention {words:?}, got {:?}",
-        r.stderr
-    );
 }
 
 fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {

@@ -7,21 +7,17 @@
 //! Tampering is done the way someone in the `sqlite3` shell would: through a plain SQLite
 //! connection, after dropping the append-only triggers.
 
+mod common;
+
+use common::cli::{assert_mentions, ok, ok_json, run, Run, TestResult};
 use std::collections::BTreeSet;
-use std::error::Error;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use sha3::{Digest, Sha3_256};
 use tempfile::TempDir;
-
-type TestResult<T = ()> = Result<T, Box<dyn Error>>;
-
-const BIN: &str = env!("CARGO_BIN_EXE_session-ledger");
 
 /// The `prev_hash` of the first audit row, as docs/audit.md states it.
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -33,51 +29,6 @@ const DROP_APPEND_ONLY: &str =
 // ------------------------------------------------------------------------------------------------
 // helpers (the small ones are copied from tests/cli.rs)
 // ------------------------------------------------------------------------------------------------
-
-/// What one run of the binary did.
-#[derive(Debug)]
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `session-ledger --db DB ARGS...` in DB's directory, with the ledger's environment
-/// variables removed.
-fn run(db: &Path, args: &[&str]) -> Run {
-    let mut all: Vec<&OsStr> = vec![OsStr::new("--db"), db.as_os_str()];
-    all.extend(args.iter().map(OsStr::new));
-    let out = Command::new(BIN)
-        .args(&all)
-        .current_dir(db.parent().expect("the ledger sits in a directory"))
-        .env_remove("SESSION_LEDGER_DB")
-        .env_remove("SESSION_LEDGER_ACTOR")
-        .output()
-        .expect("the session-ledger binary runs");
-    Run {
-        status: out.status,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Runs the binary, requires success, and returns its stdout.
-fn ok(db: &Path, args: &[&str]) -> TestResult<String> {
-    let r = run(db, args);
-    if !r.status.success() {
-        return Err(format!("`{}` failed ({}): {}", args.join(" "), r.status, r.stderr).into());
-    }
-    Ok(r.stdout)
-}
-
-/// Runs the binary with `--json`, requires success, and parses its stdout as one JSON value.
-fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let out = ok(db, &all)?;
-    serde_json::from_str(&out)
-        .map_err(|e| format!("`{}` printed no JSON value ({e}): {out:?}", all.join(" ")).into())
-}
 
 /// `--json audit FILTERS...`: one JSON object a line.
 fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {
@@ -131,14 +82,6 @@ fn assert_refused(r: &Run, what: &str) {
         r.stdout.is_empty(),
         "{what}: printed on stdout: {:?}",
         r.stdout
-    );
-}
-
-fn assert_mentions(r: &Run, words: &str) {
-    assert!(
-        r.stderr.to_lowercase().contains(&words.to_lowercase()),
-        "expected the error to mention {words:?}, got {:?}",
-        r.stderr
     );
 }
 

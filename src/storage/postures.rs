@@ -185,59 +185,55 @@ fn into_removed(raw: (String, String, String, String, i64, bool)) -> Result<Remo
     })
 }
 
-fn sorted(mut rows: Vec<Removed>) -> Vec<Removed> {
+/// What every revocation's DELETE returns about each row it removed.
+const REMOVED: &str = "RETURNING session_id, posture, source, granted_on,
+               (SELECT depth FROM sessions WHERE sessions.id = postures.session_id),
+               epoch = (SELECT max(epoch) FROM epochs)";
+
+/// Runs a revocation's DELETE and returns what it removed, by depth then id.
+fn revoke_where(
+    tx: &Transaction<'_>,
+    delete: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<Removed>> {
+    let mut stmt = tx.prepare_cached(&format!("{delete} {REMOVED}"))?;
+    let rows = stmt.query_map(params, removed)?;
+    let mut rows = rows
+        .map(|r| r.map_err(Error::from).and_then(into_removed))
+        .collect::<Result<Vec<_>>>()?;
     rows.sort_by(|a, b| {
         (a.affected.depth, &a.affected.id).cmp(&(b.affected.depth, &b.affected.id))
     });
-    rows
+    Ok(rows)
 }
 
 /// Removes the posture of `id` alone.
 pub(crate) fn revoke_one(tx: &Transaction<'_>, id: &str) -> Result<Vec<Removed>> {
-    let mut stmt = tx.prepare_cached(
-        "DELETE FROM postures WHERE session_id = :id
-         RETURNING session_id, posture, source, granted_on,
-                   (SELECT depth FROM sessions WHERE sessions.id = postures.session_id),
-                   epoch = (SELECT max(epoch) FROM epochs)",
-    )?;
-    let rows = stmt.query_map(named_params! { ":id": id }, removed)?;
-    rows.map(|r| r.map_err(Error::from).and_then(into_removed))
-        .collect::<Result<Vec<_>>>()
-        .map(sorted)
+    revoke_where(
+        tx,
+        "DELETE FROM postures WHERE session_id = :id",
+        named_params! { ":id": id },
+    )
 }
 
 /// Rule R1 `cascade`: removes the posture of `root` and of every descendant, created or
 /// spawned, at any depth, in one statement.
 pub(crate) fn revoke_subtree(tx: &Transaction<'_>, root: &str) -> Result<Vec<Removed>> {
-    let mut stmt = tx.prepare_cached(
+    revoke_where(
+        tx,
         "WITH RECURSIVE subtree (id) AS (
              SELECT id FROM sessions WHERE id = :root
              UNION ALL
              SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
          )
-         DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)
-         RETURNING session_id, posture, source, granted_on,
-                   (SELECT depth FROM sessions WHERE sessions.id = postures.session_id),
-                   epoch = (SELECT max(epoch) FROM epochs)",
-    )?;
-    let rows = stmt.query_map(named_params! { ":root": root }, removed)?;
-    rows.map(|r| r.map_err(Error::from).and_then(into_removed))
-        .collect::<Result<Vec<_>>>()
-        .map(sorted)
+         DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)",
+        named_params! { ":root": root },
+    )
 }
 
 /// Rule R4: removes every posture.
 pub(crate) fn revoke_all(tx: &Transaction<'_>) -> Result<Vec<Removed>> {
-    let mut stmt = tx.prepare_cached(
-        "DELETE FROM postures
-         RETURNING session_id, posture, source, granted_on,
-                   (SELECT depth FROM sessions WHERE sessions.id = postures.session_id),
-                   epoch = (SELECT max(epoch) FROM epochs)",
-    )?;
-    let rows = stmt.query_map([], removed)?;
-    rows.map(|r| r.map_err(Error::from).and_then(into_removed))
-        .collect::<Result<Vec<_>>>()
-        .map(sorted)
+    revoke_where(tx, "DELETE FROM postures", [])
 }
 
 /// Every session in the subtree of `root` with its lineage and posture, ordered by id: the

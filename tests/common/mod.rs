@@ -1,6 +1,8 @@
 //! Fixtures shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod cli;
+
 use std::path::{Path, PathBuf};
 
 use session_ledger::{Config, Ledger, Raise, Taint};

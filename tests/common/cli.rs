@@ -1,0 +1,113 @@
+//! Running the `session-ledger` binary in tests: always with an explicit `--db`, in the ledger's
+//! directory, with the ledger's environment variables removed.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+
+use serde_json::Value;
+
+pub type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_session-ledger");
+
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed.
+pub fn run_raw<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Run {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("SESSION_LEDGER_DB")
+        .env_remove("SESSION_LEDGER_ACTOR")
+        .output()
+        .expect("the session-ledger binary runs");
+    Run {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `session-ledger --db DB ARGS...` in DB's directory.
+pub fn run(db: &Path, args: &[&str]) -> Run {
+    let mut all: Vec<&OsStr> = vec![OsStr::new("--db"), db.as_os_str()];
+    all.extend(args.iter().map(OsStr::new));
+    run_raw(db.parent().expect("the ledger sits in a directory"), &all)
+}
+
+/// Runs the binary, requires success, and returns its stdout.
+pub fn ok(db: &Path, args: &[&str]) -> TestResult<String> {
+    let r = run(db, args);
+    if !r.status.success() {
+        return Err(format!("`{}` failed ({}): {}", args.join(" "), r.status, r.stderr).into());
+    }
+    Ok(r.stdout)
+}
+
+/// Runs the binary with `--json`, requires success, and parses its stdout as one JSON value.
+pub fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = ok(db, &all)?;
+    serde_json::from_str(&out)
+        .map_err(|e| format!("`{}` printed no JSON value ({e}): {out:?}", all.join(" ")).into())
+}
+
+/// Runs the binary with `--json`, requires success, and parses each stdout line as JSON.
+pub fn ok_json_lines(db: &Path, args: &[&str]) -> TestResult<Vec<Value>> {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    ok(db, &all)?
+        .lines()
+        .map(|l| Ok(serde_json::from_str(l)?))
+        .collect()
+}
+
+/// A failure as the issue requires: non-zero exit code (not a signal), exactly one line on
+/// stderr, no panic, nothing on stdout.
+pub fn assert_clean_failure(r: &Run, what: &str) {
+    assert!(
+        !r.status.success(),
+        "{what}: succeeded, stdout: {}",
+        r.stdout
+    );
+    assert!(
+        matches!(r.status.code(), Some(c) if c != 0),
+        "{what}: no exit code ({})",
+        r.status
+    );
+    assert!(
+        !r.stderr.contains("panicked"),
+        "{what}: panicked: {}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stderr.lines().count(),
+        1,
+        "{what}: stderr is not one line: {:?}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.trim().is_empty(),
+        "{what}: the error line is empty"
+    );
+    assert!(
+        r.stdout.is_empty(),
+        "{what}: printed on stdout: {:?}",
+        r.stdout
+    );
+}
+
+pub fn assert_mentions(r: &Run, words: &str) {
+    assert!(
+        r.stderr.to_lowercase().contains(&words.to_lowercase()),
+        "expected the error to mention {words:?}, got {:?}",
+        r.stderr
+    );
+}
