@@ -25,13 +25,15 @@ for _ in $(seq "$rounds"); do
 done | tee "$work/results"
 python3 - "$work/results" <<'PY'
 import statistics, sys
-runs = {}
+runs, peak = {}, {}
 for line in open(sys.argv[1]):
-    kind, count, ms = line.split()
+    kind, count, ms, kib = line.split()
     runs.setdefault(kind, []).append(float(ms))
+    peak[kind] = max(peak.get(kind, 0), int(kib))
 c, u = statistics.median(runs["chained"]), statistics.median(runs["unchained"])
 print(f"cascade of {count} sessions, median of {len(runs['chained'])} runs each:")
 print(f"  with the hash chain:    {c:.1f} ms")
 print(f"  without the hash chain: {u:.1f} ms")
 print(f"  ratio chained/unchained: {c / u:.2f}")
+print(f"  peak resident memory of a cascade process: {peak['chained'] / 1024:.1f} MiB with the chain, {peak['unchained'] / 1024:.1f} MiB without")
 PY

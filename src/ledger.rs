@@ -572,20 +572,16 @@ pub(crate) fn materialize(
     if resolve(tx, id, now)?.is_none() {
         return Ok(None);
     }
-    for written in storage::labels::materialize_path(tx, id, now)? {
-        storage::audit::append(
-            tx,
-            now,
-            LEDGER_ACTOR,
-            "label.inherit",
-            Some(&written.session),
-            &json!({
-                "from": written.from,
-                "taint": written.label.taint,
-                "untrusted": written.label.untrusted,
-            }),
-        )?;
-    }
+    let written = storage::labels::materialize_path(tx, id, now)?;
+    let rows = written.iter().map(|w| {
+        let detail = json!({
+            "from": w.from,
+            "taint": w.label.taint,
+            "untrusted": w.label.untrusted,
+        });
+        (w.session.as_str(), detail)
+    });
+    storage::audit::append_all(tx, now, LEDGER_ACTOR, "label.inherit", rows)?;
     storage::labels::get(tx, id)?
         .map(Some)
         .ok_or_else(|| Error::Corruption(format!("{id:?} has no materialized ancestor")))

@@ -1,0 +1,646 @@
+//! The comparison harness of issue 5: each ledger operation against its baselines, measured in
+//! one process, each pair interleaved round by round, and reported as
+//!
+//! ```text
+//! ratio NAME VALUE        (VALUE = baseline median / ledger median: above 1, the ledger is faster)
+//! ```
+//!
+//! followed by a markdown table of the medians. Baselines:
+//!
+//! * `raw`: the raw SQLite operation underneath, on a table of the same shape, through a plain
+//!   rusqlite connection with the same pragmas (the limit);
+//! * `json`: the design the ledger replaces, one JSON file per session, read and parsed, or
+//!   rewritten atomically (temp file, fsync, rename);
+//! * `naive`: a cascade revoke done breadth-first in application code, one SELECT and one
+//!   DELETE and one audit row (hash-chained, like the ledger's) per node, in one transaction.
+//!
+//! `COMPARE_QUICK=1 cargo bench --bench compare` runs reduced sizes (under a minute here);
+//! `cargo bench --bench compare` runs the full sizes (100,000-session cascades: minutes).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OpenFlags};
+use session_ledger::{
+    chain_hash, format_ts, Config, Ledger, PostureLevel, Propagation, Raise, Synchronous, Taint,
+};
+
+/// Sizes for one run.
+struct Sizes {
+    quick: bool,
+    sessions: usize,
+    rounds: usize,
+    batch: usize,
+    durable_rounds: usize,
+    durable_batch: usize,
+    inherit_chains: usize,
+    cascades: Vec<(&'static str, usize, usize)>,
+}
+
+impl Sizes {
+    fn from_env() -> Sizes {
+        let quick = std::env::var_os("COMPARE_QUICK").is_some_and(|v| v != "0");
+        if quick {
+            Sizes {
+                quick,
+                sessions: 2_000,
+                rounds: 11,
+                batch: 200,
+                durable_rounds: 5,
+                durable_batch: 10,
+                inherit_chains: 10,
+                cascades: vec![
+                    ("cascade10k_vs_naive", 2_000, 3),
+                    ("cascade100k_vs_naive", 10_000, 3),
+                ],
+            }
+        } else {
+            Sizes {
+                quick,
+                sessions: 10_000,
+                rounds: 31,
+                batch: 1_000,
+                durable_rounds: 15,
+                durable_batch: 20,
+                inherit_chains: 40,
+                cascades: vec![
+                    ("cascade10k_vs_naive", 10_000, 7),
+                    ("cascade100k_vs_naive", 100_000, 5),
+                ],
+            }
+        }
+    }
+}
+
+/// Per-operation times of both sides, in nanoseconds, one value per round.
+struct Pair {
+    name: &'static str,
+    ledger: Vec<f64>,
+    baseline: Vec<f64>,
+    baseline_name: &'static str,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Times `batch` calls of each side per round, alternating which side goes first.
+fn interleave(
+    rounds: usize,
+    batch: usize,
+    mut ledger: impl FnMut(usize),
+    mut baseline: impl FnMut(usize),
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut l, mut b) = (Vec::new(), Vec::new());
+    let mut next = 0;
+    for round in 0..rounds {
+        let time = |f: &mut dyn FnMut(usize), start: usize| {
+            let t = Instant::now();
+            for i in 0..batch {
+                f(start + i);
+            }
+            t.elapsed().as_nanos() as f64 / batch as f64
+        };
+        if round % 2 == 0 {
+            l.push(time(&mut ledger, next));
+            b.push(time(&mut baseline, next));
+        } else {
+            b.push(time(&mut baseline, next));
+            l.push(time(&mut ledger, next));
+        }
+        next += batch;
+    }
+    (l, b)
+}
+
+fn ledger_config() -> Config {
+    Config::default()
+        .max_live_children(u32::MAX)
+        .creation_rate(u32::MAX, Duration::from_secs(1))
+}
+
+/// A plain connection with the ledger's pragmas.
+fn raw_connection(path: &Path) -> Connection {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open");
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        .expect("wal");
+    conn.pragma_update(None, "synchronous", "FULL")
+        .expect("sync");
+    conn.pragma_update(None, "foreign_keys", true).expect("fk");
+    conn.busy_timeout(Duration::from_secs(30)).expect("busy");
+    conn
+}
+
+/// The raw twin of the labels table, filled with the same ids.
+fn raw_labels(dir: &Path, ids: &[String]) -> Connection {
+    let conn = raw_connection(&dir.join("raw.db"));
+    conn.execute_batch(
+        "CREATE TABLE labels (session_id TEXT PRIMARY KEY NOT NULL, taint TEXT NOT NULL,
+                              untrusted INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+         CREATE TABLE sessions (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                                created_by TEXT, depth INTEGER NOT NULL,
+                                created_at TEXT NOT NULL) STRICT;",
+    )
+    .expect("raw schema");
+    let tx = conn.unchecked_transaction().expect("tx");
+    for id in ids {
+        tx.execute("INSERT INTO labels VALUES (?1, 'private', 0)", [id])
+            .expect("raw insert");
+    }
+    tx.commit().expect("commit");
+    conn
+}
+
+fn raw_read(conn: &Connection, id: &str) -> (String, bool) {
+    let mut stmt = conn
+        .prepare_cached("SELECT taint, untrusted FROM labels WHERE session_id = ?1")
+        .expect("prepare");
+    stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("raw read")
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct JsonLabel {
+    session: String,
+    taint: String,
+    untrusted: bool,
+    created_by: Option<String>,
+}
+
+/// The JSON-file store: one file per session.
+struct JsonStore {
+    dir: PathBuf,
+}
+
+impl JsonStore {
+    fn create(dir: PathBuf, ids: &[String]) -> JsonStore {
+        fs::create_dir_all(&dir).expect("json dir");
+        let store = JsonStore { dir };
+        for id in ids {
+            let label = JsonLabel {
+                session: id.clone(),
+                taint: "private".into(),
+                untrusted: false,
+                created_by: None,
+            };
+            fs::write(store.path(id), serde_json::to_vec(&label).expect("json")).expect("write");
+        }
+        store
+    }
+
+    fn path(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn read(&self, id: &str) -> JsonLabel {
+        serde_json::from_slice(&fs::read(self.path(id)).expect("read")).expect("parse")
+    }
+
+    /// A durable raise: read, parse, change, write a temp file, fsync it, rename over.
+    fn raise(&self, id: &str) {
+        let mut label = self.read(id);
+        label.taint = "secret".into();
+        let tmp = self.dir.join(format!(".{id}.tmp"));
+        let mut f = fs::File::create(&tmp).expect("tmp");
+        f.write_all(&serde_json::to_vec(&label).expect("json"))
+            .expect("write");
+        f.sync_all().expect("fsync");
+        drop(f);
+        fs::rename(&tmp, self.path(id)).expect("rename");
+    }
+}
+
+fn reads(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
+    let ledger = Ledger::open_with(
+        dir.join("reads.db"),
+        ledger_config().synchronous(Synchronous::Normal),
+    )
+    .expect("ledger");
+    let ids: Vec<String> = (0..sizes.sessions).map(|i| format!("s{i:06}")).collect();
+    ledger.create_root("conductor", "bench").expect("root");
+    ledger
+        .grant("conductor", PostureLevel::Trust, "bench")
+        .expect("grant");
+    for id in &ids {
+        ledger
+            .create_child(id, "conductor", "bench")
+            .expect("create");
+        ledger.state(id).expect("materialize");
+    }
+    let raw = raw_labels(dir, &ids);
+    let json = JsonStore::create(dir.join("json"), &ids);
+    let n = ids.len();
+    let pick = |i: usize| &ids[(i * 7919) % n];
+
+    let (l, b) = interleave(
+        sizes.rounds,
+        sizes.batch,
+        |i| {
+            ledger.state(pick(i)).expect("state");
+        },
+        |i| {
+            raw_read(&raw, pick(i));
+        },
+    );
+    let read_vs_raw = Pair {
+        name: "read_vs_raw",
+        ledger: l,
+        baseline: b,
+        baseline_name: "raw point SELECT",
+    };
+    let (l, b) = interleave(
+        sizes.rounds,
+        sizes.batch,
+        |i| {
+            let d = ledger
+                .decide(pick(i), "make deploy", false)
+                .expect("decide");
+            assert_eq!(d.verdict, session_ledger::Verdict::Approve);
+        },
+        |i| {
+            raw_read(&raw, pick(i));
+        },
+    );
+    let decide_vs_raw = Pair {
+        name: "decide_vs_raw",
+        ledger: l,
+        baseline: b,
+        baseline_name: "raw point SELECT",
+    };
+    let (l, b) = interleave(
+        sizes.rounds,
+        sizes.batch,
+        |i| {
+            ledger.state(pick(i)).expect("state");
+        },
+        |i| {
+            json.read(pick(i));
+        },
+    );
+    let read_vs_json = Pair {
+        name: "read_vs_json",
+        ledger: l,
+        baseline: b,
+        baseline_name: "JSON file read+parse",
+    };
+    // Not one of the issue's comparisons: the same read as one raw prepared statement on the
+    // ledger's own tables (the join the ledger runs), to separate the library's overhead from
+    // the cost of the layout.
+    let same = raw_connection(&dir.join("reads.db"));
+    let join =
+        "SELECT l.taint, l.untrusted, l.materialized_how, l.inherited_from, l.materialized_at,
+                       l.raised_at, s.ended_at IS NOT NULL, p.posture, p.source, p.granted_by,
+                       p.granted_at, p.granted_on, p.inherited_from, p.allocated_at, p.chain,
+                       p.epoch, p.epoch = (SELECT max(epoch) FROM epochs)
+                  FROM labels AS l JOIN sessions AS s ON s.id = l.session_id
+                  LEFT JOIN postures AS p ON p.session_id = l.session_id
+                 WHERE l.session_id = ?1";
+    let (l, b) = interleave(
+        sizes.rounds,
+        sizes.batch,
+        |i| {
+            ledger.state(pick(i)).expect("state");
+        },
+        |i| {
+            let mut stmt = same.prepare_cached(join).expect("prepare");
+            let row: (String, bool) = stmt
+                .query_row([pick(i)], |r| Ok((r.get(0)?, r.get(1)?)))
+                .expect("raw join");
+            std::hint::black_box(row);
+        },
+    );
+    let read_vs_join = Pair {
+        name: "read_vs_raw_same_query",
+        ledger: l,
+        baseline: b,
+        baseline_name: "raw prepared join on the ledger's tables",
+    };
+    vec![read_vs_raw, decide_vs_raw, read_vs_json, read_vs_join]
+}
+
+fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
+    let ops = sizes.durable_rounds * sizes.durable_batch;
+    // Inputs are built with synchronous=NORMAL; the measured operations run on a ledger opened
+    // with the default, FULL.
+    let path = dir.join("writes.db");
+    {
+        let setup = Ledger::open_with(&path, ledger_config().synchronous(Synchronous::Normal))
+            .expect("setup");
+        for i in 0..ops {
+            setup
+                .create_root(&format!("r{i:06}"), "bench")
+                .expect("root");
+        }
+        for c in 0..100 {
+            let creator = format!("creator{c:03}");
+            setup.create_root(&creator, "bench").expect("creator");
+            setup
+                .grant(&creator, PostureLevel::Trust, "bench")
+                .expect("grant");
+        }
+        setup.create_root("deep", "bench").expect("deep root");
+        for chain in 0..sizes.inherit_chains * 2 {
+            let mut parent = "deep".to_owned();
+            for depth in 1..=64 {
+                let id = format!("d{chain}-{depth}");
+                setup.create_child(&id, &parent, "bench").expect("chain");
+                parent = id;
+            }
+        }
+    }
+    let ledger = Ledger::open_with(&path, ledger_config()).expect("ledger");
+    let raise_ids: Vec<String> = (0..ops).map(|i| format!("r{i:06}")).collect();
+    let json = JsonStore::create(dir.join("json-writes"), &raise_ids);
+    let secret = Raise {
+        taint: Some(Taint::Secret),
+        untrusted: false,
+    };
+
+    let (l, b) = interleave(
+        sizes.durable_rounds,
+        sizes.durable_batch,
+        |i| {
+            let r = ledger.raise(&raise_ids[i], secret, "bench").expect("raise");
+            assert!(r.changed);
+        },
+        |i| json.raise(&raise_ids[i]),
+    );
+    let raise_vs_json = Pair {
+        name: "raise_vs_json",
+        ledger: l,
+        baseline: b,
+        baseline_name: "JSON atomic rewrite",
+    };
+
+    let raw = raw_connection(&dir.join("raw-writes.db"));
+    raw.execute_batch(
+        "CREATE TABLE sessions (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_by TEXT,
+                                depth INTEGER NOT NULL, created_at TEXT NOT NULL) STRICT;",
+    )
+    .expect("raw schema");
+    let (l, b) = interleave(
+        sizes.durable_rounds,
+        sizes.durable_batch,
+        |i| {
+            let created = ledger
+                .create_child(
+                    &format!("c{i:06}"),
+                    &format!("creator{:03}", i % 100),
+                    "bench",
+                )
+                .expect("create");
+            assert!(created.inherited_trust);
+        },
+        |i| {
+            raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
+            raw.prepare_cached(
+                "INSERT INTO sessions (id, created_by, depth, created_at) VALUES (?1, ?2, 1, ?3)",
+            )
+            .expect("prepare")
+            .execute((
+                format!("c{i:06}"),
+                format!("creator{:03}", i % 100),
+                format_ts(chrono::Utc::now()),
+            ))
+            .expect("insert");
+            raw.execute_batch("COMMIT").expect("commit");
+        },
+    );
+    let create_vs_raw = Pair {
+        name: "create_vs_raw",
+        ledger: l,
+        baseline: b,
+        baseline_name: "raw INSERT transaction",
+    };
+
+    // First read at depth 64 against one durable raise, alternating.
+    let chains = sizes.inherit_chains;
+    let (l, b) = interleave(
+        chains.min(sizes.durable_rounds.max(5)),
+        chains / chains.min(sizes.durable_rounds.max(5)),
+        |i| {
+            let s = ledger.state(&format!("d{i}-64")).expect("first read");
+            assert!(s.known);
+        },
+        |i| {
+            ledger
+                .raise(&format!("d{}-64", chains + i), secret, "bench")
+                .expect("raise");
+        },
+    );
+    let inherit = Pair {
+        name: "inherit64_vs_raise",
+        ledger: l,
+        baseline: b,
+        baseline_name: "one durable raise",
+    };
+    vec![raise_vs_json, create_vs_raw, inherit]
+}
+
+/// A ledger whose trusted root has passed trust to `n - 1` descendants (fan-out 10).
+fn cascade_template(path: &Path, n: usize) {
+    let ledger = Ledger::open_with(
+        path,
+        ledger_config()
+            .synchronous(Synchronous::Normal)
+            .max_depth(u32::MAX),
+    )
+    .expect("template");
+    ledger.create_root("root", "bench").expect("root");
+    ledger
+        .grant("root", PostureLevel::Trust, "bench")
+        .expect("grant");
+    let mut made = 1;
+    let mut parents = vec!["root".to_owned()];
+    'fill: loop {
+        let mut next = Vec::new();
+        for parent in &parents {
+            for k in 0..10 {
+                if made == n {
+                    break 'fill;
+                }
+                let id = format!("{parent}.{k}");
+                ledger.create_child(&id, parent, "bench").expect("create");
+                next.push(id);
+                made += 1;
+            }
+        }
+        parents = next;
+    }
+    drop(ledger);
+    raw_connection(path)
+        .pragma_update(None, "wal_checkpoint", "TRUNCATE")
+        .expect("checkpoint");
+}
+
+/// The naive revocation: breadth-first, one SELECT and one DELETE and one audit row per node.
+fn naive_cascade(path: &Path, root: &str) -> usize {
+    let conn = raw_connection(path);
+    conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
+    let (mut seq, mut prev): (i64, String) = conn
+        .query_row(
+            "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("head");
+    let now = format_ts(chrono::Utc::now());
+    let mut queue = std::collections::VecDeque::from([root.to_owned()]);
+    let mut revoked = 0;
+    while let Some(node) = queue.pop_front() {
+        {
+            let mut children = conn
+                .prepare_cached("SELECT id FROM sessions WHERE created_by = ?1")
+                .expect("prepare");
+            let rows = children
+                .query_map([&node], |r| r.get::<_, String>(0))
+                .expect("children");
+            for child in rows {
+                queue.push_back(child.expect("child"));
+            }
+        }
+        let removed: Option<(String, String, String)> = conn
+            .prepare_cached(
+                "DELETE FROM postures WHERE session_id = ?1 RETURNING posture, source, granted_on",
+            )
+            .expect("prepare")
+            .query_row([&node], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .ok();
+        if let Some((posture, source, granted_on)) = removed {
+            let detail = serde_json::json!({
+                "propagation": "cascade", "root": root, "posture": posture,
+                "source": source, "granted_on": granted_on, "current": true,
+            })
+            .to_string();
+            seq += 1;
+            let hash = chain_hash(
+                &prev,
+                seq,
+                &now,
+                "bench",
+                "posture.revoke",
+                Some(&node),
+                &detail,
+            );
+            conn.prepare_cached(
+                "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                 VALUES (?1, ?2, 'bench', 'posture.revoke', ?3, ?4, ?5, ?6)",
+            )
+            .expect("prepare")
+            .execute((seq, &now, &node, &detail, &prev, &hash))
+            .expect("audit");
+            prev = hash;
+            revoked += 1;
+        }
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    revoked
+}
+
+fn cascades(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
+    let mut pairs = Vec::new();
+    for &(name, n, rounds) in &sizes.cascades {
+        let template = dir.join(format!("template-{n}.db"));
+        cascade_template(&template, n);
+        let (mut l, mut b) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let run = |naive: bool| -> f64 {
+                let copy = dir.join(format!("run-{n}-{round}-{naive}.db"));
+                fs::copy(&template, &copy).expect("copy");
+                let elapsed = if naive {
+                    let t = Instant::now();
+                    let count = naive_cascade(&copy, "root");
+                    let e = t.elapsed();
+                    assert_eq!(count, n);
+                    e
+                } else {
+                    let ledger = Ledger::open_with(&copy, ledger_config()).expect("open copy");
+                    let t = Instant::now();
+                    let r = ledger
+                        .revoke("root", Propagation::Cascade { token: None }, "bench")
+                        .expect("cascade");
+                    let e = t.elapsed();
+                    assert_eq!(r.count, n);
+                    e
+                };
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = fs::remove_file(format!("{}{suffix}", copy.display()));
+                }
+                elapsed.as_nanos() as f64
+            };
+            if round % 2 == 0 {
+                l.push(run(false));
+                b.push(run(true));
+            } else {
+                b.push(run(true));
+                l.push(run(false));
+            }
+        }
+        pairs.push(Pair {
+            name,
+            ledger: l,
+            baseline: b,
+            baseline_name: "naive breadth-first walk",
+        });
+    }
+    pairs
+}
+
+fn show(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} µs", ns / 1e3)
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo bench -- --list` and friends
+    }
+    let sizes = Sizes::from_env();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let started = Instant::now();
+    let mut pairs = reads(&sizes, dir.path());
+    pairs.extend(writes(&sizes, dir.path()));
+    pairs.extend(cascades(&sizes, dir.path()));
+    for p in &pairs {
+        println!(
+            "ratio {} {:.2}",
+            p.name,
+            median(&p.baseline) / median(&p.ledger)
+        );
+    }
+    println!();
+    println!("| comparison | ledger (median) | baseline | baseline (median) | ratio | rounds |");
+    println!("|---|---|---|---|---|---|");
+    for p in &pairs {
+        println!(
+            "| {} | {} | {} | {} | {:.2} | {} |",
+            p.name,
+            show(median(&p.ledger)),
+            p.baseline_name,
+            show(median(&p.baseline)),
+            median(&p.baseline) / median(&p.ledger),
+            p.ledger.len()
+        );
+    }
+    println!();
+    println!(
+        "{} run, {:.0} s; synchronous=FULL for durable operations, WAL, default cache and no mmap",
+        if sizes.quick { "COMPARE_QUICK" } else { "full" },
+        started.elapsed().as_secs_f64()
+    );
+}

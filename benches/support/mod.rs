@@ -1,0 +1,102 @@
+//! Shared input building for the criterion benches (`benches/*.rs`, one operation each). Nothing
+//! here runs inside a timed closure.
+//!
+//! Inputs are built through a second [`Ledger`] handle on the same file, opened with
+//! [`builder_config`]: `synchronous=NORMAL` and every creation bound lifted, as in
+//! `benches/chain_cost.rs`. The calls being measured go through a handle opened with the
+//! default [`Config`] (`synchronous=FULL`, the default bounds), unless a bench says otherwise.
+//! `synchronous` is a per-connection setting, so the two handles coexist on one file.
+//!
+//! A NORMAL commit leaves its WAL frames in the page cache; the next FULL commit's fsync would
+//! then flush them too and bill the setup's writes to the measured call. [`flush_wal`] syncs
+//! them first. It does not checkpoint: a checkpoint resets the WAL, and with FULL the first
+//! commit after a reset syncs the WAL header as well, an extra fsync that a steady-state commit
+//! does not pay. Automatic checkpoints (every 1,000 WAL pages) fall where SQLite puts them.
+
+#![allow(dead_code)] // each bench uses a different part
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use session_ledger::{Config, Ledger, Synchronous};
+
+/// The actor of every bench call.
+pub const ACTOR: &str = "bench";
+
+/// Settings for the building handle: fast commits and no creation bounds. Never used for the
+/// calls a bench measures, unless the bench says so.
+pub fn builder_config() -> Config {
+    Config::default()
+        .synchronous(Synchronous::Normal)
+        .max_depth(u32::MAX)
+        .max_live_children(u32::MAX)
+        .creation_rate(u32::MAX, Duration::from_secs(1))
+}
+
+/// Opens (creating) a building handle on `path`.
+pub fn builder(path: &Path) -> Ledger {
+    Ledger::open_with(path, builder_config()).expect("open the building handle")
+}
+
+/// Creates `n` sessions below `root` (which must exist), breadth-first with `fanout` children
+/// each, named `<parent>.<k>` as in `benches/chain_cost.rs`. Returns their ids, in creation
+/// order; `root` is not among them.
+pub fn grow_tree(ledger: &Ledger, root: &str, n: usize, fanout: usize) -> Vec<String> {
+    let mut made = Vec::with_capacity(n);
+    let mut parents = vec![root.to_owned()];
+    let mut next_parent = 0;
+    while made.len() < n {
+        if next_parent == parents.len() {
+            parents = made[made.len() - parents.len() * fanout..].to_vec();
+            next_parent = 0;
+        }
+        let parent = parents[next_parent].clone();
+        for k in 0..fanout {
+            if made.len() == n {
+                break;
+            }
+            let id = format!("{parent}.{k}");
+            ledger
+                .create_child(&id, &parent, ACTOR)
+                .expect("create a tree session");
+            made.push(id);
+        }
+        next_parent += 1;
+    }
+    made
+}
+
+/// Materializes each of `ids` (a first read each, through `ledger`).
+pub fn materialize_all(ledger: &Ledger, ids: &[String]) {
+    for id in ids {
+        ledger.state(id).expect("materialize");
+    }
+}
+
+/// The WAL file of the ledger at `db`.
+pub fn wal_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// fsyncs the WAL of the ledger at `db`, so that frames committed with `synchronous=NORMAL`
+/// are on disk before a timed FULL commit. No checkpoint (see the module comment).
+pub fn flush_wal(db: &Path) {
+    if let Ok(file) = std::fs::File::open(wal_path(db)) {
+        file.sync_all().expect("fsync the WAL");
+    }
+}
+
+/// Checkpoints the ledger at `db` into its main file and truncates the WAL, through a plain
+/// connection: for a ledger that was just built and will be read, or copied as a template.
+/// Every handle on the file must be idle.
+pub fn checkpoint(db: &Path) {
+    let conn = rusqlite::Connection::open(db).expect("open for the checkpoint");
+    let (busy, _, _): (i64, i64, i64) = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("checkpoint");
+    assert_eq!(busy, 0, "the checkpoint was blocked by a reader or writer");
+}
