@@ -348,8 +348,12 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
                 .grant(&creator, PostureLevel::Trust, "bench")
                 .expect("grant");
         }
+        // Materialized sessions (roots) for the raises the depth-64 reads are set against.
+        for i in 0..sizes.inherit_chains {
+            setup.create_root(&format!("q{i:06}"), "bench").expect("root");
+        }
         setup.create_root("deep", "bench").expect("deep root");
-        for chain in 0..sizes.inherit_chains * 2 {
+        for chain in 0..sizes.inherit_chains {
             let mut parent = "deep".to_owned();
             for depth in 1..=64 {
                 let id = format!("d{chain}-{depth}");
@@ -433,9 +437,10 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
             assert!(s.known);
         },
         |i| {
-            ledger
-                .raise(&format!("d{}-64", chains + i), secret, "bench")
+            let r = ledger
+                .raise(&format!("q{i:06}"), secret, "bench")
                 .expect("raise");
+            assert!(r.changed);
         },
     );
     let inherit = Pair {
