@@ -12,8 +12,14 @@
 //!   CTE up the `created_by` column, and records it.
 //! * **lineage**: ancestors, children and subtrees, including *spawned* sub-agents
 //!   (`sub-<parent>-<n>`) that the ledger never saw being made.
+//! * **postures** (authority): `trust` or `trust_reads`, copied to a child inside the
+//!   transaction that allocates it, and revoked with an explicit propagation: `Local`,
+//!   `Cascade` over the whole subtree in one statement, or `Preview` with a binding token.
+//!   **Grants** (command patterns, override scopes) are judged for one session and never pass
+//!   on. [`Ledger::decide`] answers "may this session run this command now?" with its reason.
 //! * **the audit trail**: every change writes a row in the same transaction; the table is
-//!   append-only, enforced by the schema.
+//!   append-only, enforced by the schema, and SHA3-256 chained so that an edited, removed or
+//!   truncated row is detected ([`Ledger::verify`]).
 //!
 //! ## Terms
 //!
