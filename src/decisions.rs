@@ -132,17 +132,14 @@ mod ops {
                     return Ok(Some(decision(Verdict::Ask, Reason::SessionEnded)));
                 }
                 let current = posture.as_ref().filter(|p| p.current);
-                match current.map(|p| p.level) {
-                    Some(PostureLevel::Trust) => {
-                        let posture = current.cloned().expect("matched Some");
-                        return Ok(Some(decision(Verdict::Approve, Reason::Trust { posture })));
+                match current {
+                    Some(p) if p.level == PostureLevel::Trust => {
+                        let reason = Reason::Trust { posture: p.clone() };
+                        return Ok(Some(decision(Verdict::Approve, reason)));
                     }
-                    Some(PostureLevel::TrustReads) if read_only => {
-                        let posture = current.cloned().expect("matched Some");
-                        return Ok(Some(decision(
-                            Verdict::Approve,
-                            Reason::TrustReads { posture },
-                        )));
+                    Some(p) if p.level == PostureLevel::TrustReads && read_only => {
+                        let reason = Reason::TrustReads { posture: p.clone() };
+                        return Ok(Some(decision(Verdict::Approve, reason)));
                     }
                     _ => {}
                 }
