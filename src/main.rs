@@ -1201,6 +1201,17 @@ fn demo(out: &mut impl Write, path: Option<&Path>) -> Result<(), CliError> {
     print_tree(out, false, &ledger, &ledger.forest()?)?;
     section(out, "the audit trail")?;
     print_audit(out, false, &ledger.audit(&AuditQuery::all())?)?;
+    let v = ledger.verify(None)?;
+    let verdict = if v.ok {
+        format!("OK: {} rows verify; head {}", v.rows, v.head)
+    } else {
+        format!("FAILED at row {:?}", v.first_bad_seq)
+    };
+    step(
+        out,
+        "verify   # the hash chain, as docs/audit.md explains",
+        &verdict,
+    )?;
     writeln!(
         out,
         "\nlook inside: sqlite3 -readonly {} 'SELECT * FROM session_tree'",
