@@ -350,7 +350,9 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
         }
         // Materialized sessions (roots) for the raises the depth-64 reads are set against.
         for i in 0..sizes.inherit_chains {
-            setup.create_root(&format!("q{i:06}"), "bench").expect("root");
+            setup
+                .create_root(&format!("q{i:06}"), "bench")
+                .expect("root");
         }
         setup.create_root("deep", "bench").expect("deep root");
         for chain in 0..sizes.inherit_chains {
