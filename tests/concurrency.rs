@@ -3,41 +3,40 @@
 mod common;
 
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{raw, Fixture, TestResult};
-use session_ledger::{AuditQuery, Raise, Taint};
+use session_ledger::{AuditQuery, PostureLevel};
 
 #[test]
 fn a_write_waits_for_another_connections_write_transaction_and_then_succeeds() -> TestResult {
     let f = Fixture::new();
-    f.build("root > a");
+    f.ledger.create_root("root", "test")?;
+    f.ledger.grant("root", PostureLevel::Trust, "test")?;
     let path = f.path();
     let held = Arc::new(Barrier::new(2));
+    // The other connection holds the write lock and, inside that transaction, starts a new
+    // epoch by hand: the root's trust lapses when it commits.
     let holder = {
         let held = held.clone();
         std::thread::spawn(move || -> rusqlite::Result<()> {
             let conn = raw(&path);
-            conn.execute_batch("BEGIN IMMEDIATE")?;
+            conn.execute_batch(
+                "BEGIN IMMEDIATE;
+                 INSERT INTO epochs (epoch, started_at, started_by, durable)
+                 VALUES (1, '2026-01-01T00:00:00.000Z', 'other', 0);",
+            )?;
             held.wait();
-            std::thread::sleep(Duration::from_millis(500));
+            std::thread::sleep(Duration::from_millis(300));
             conn.execute_batch("COMMIT")
         })
     };
     held.wait();
-    let started = Instant::now();
-    f.ledger.raise(
-        "a",
-        Raise {
-            taint: Some(Taint::Secret),
-            untrusted: false,
-        },
-        "test",
-    )?;
-    // The raise could only commit after the other transaction let go of the lock.
-    assert!(started.elapsed() >= Duration::from_millis(300));
+    let child = f.ledger.create_child("worker", "root", "test")?;
+    // Had the create not waited for the lock, it would have run in epoch 0 and copied the
+    // root's trust; it ran after the other transaction committed, so nothing was inherited.
+    assert!(!child.inherited_trust);
     holder.join().expect("holder thread")?;
-    assert_eq!(f.ledger.state("a")?.taint, Taint::Secret);
     Ok(())
 }
 

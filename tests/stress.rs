@@ -264,8 +264,10 @@ fn many_threads_of_mixed_operations_never_see_busy_and_leave_the_rules_intact() 
         }
     }
 
-    // The checks above are not vacuous: the run revoked and still holds postures.
-    assert!(!cascades.is_empty() && !holders.is_empty());
+    // The run did cascade. How many postures survive to be checked depends on how the threads
+    // interleaved (a late cascade can clear them all), so that count is reported, not asserted;
+    // tests/authority.rs and tests/crash.rs check R3 where the outcome is fixed.
+    assert!(!cascades.is_empty());
 
     let v = ledger.verify(None)?;
     assert!(v.ok, "{v:?}");
@@ -281,10 +283,16 @@ fn many_threads_of_mixed_operations_never_see_busy_and_leave_the_rules_intact() 
     Ok(())
 }
 
-/// The child: holds a write transaction on the file for `hold` ms, then commits.
+/// The child: holds a write transaction on the file for `hold` ms, then commits. Inside it, it
+/// starts a new posture epoch by hand, so every posture granted before lapses at its commit.
 fn hold_lock(path: &str, hold: u64) {
     let conn = rusqlite::Connection::open(path).expect("open");
-    conn.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         INSERT INTO epochs (epoch, started_at, started_by, durable)
+         VALUES (1, '2026-01-01T00:00:00.000Z', 'other process', 0);",
+    )
+    .expect("lock");
     println!("\nHOLDING-WRITE-LOCK");
     std::thread::sleep(Duration::from_millis(hold));
     conn.execute_batch("COMMIT").expect("commit");
@@ -298,6 +306,7 @@ fn writers_wait_for_another_process_holding_the_write_lock_and_then_succeed() ->
     }
     let f = Fixture::new();
     f.build("root > a");
+    f.ledger.grant("root", PostureLevel::Trust, "op")?;
     let mut child = Command::new(std::env::current_exe()?)
         .args([
             "--exact",
@@ -315,7 +324,6 @@ fn writers_wait_for_another_process_holding_the_write_lock_and_then_succeed() ->
             break;
         }
     }
-    let started = Instant::now();
     let ledger = Arc::new(f.ledger);
     let writers: Vec<_> = (0..4)
         .map(|i| {
@@ -324,14 +332,16 @@ fn writers_wait_for_another_process_holding_the_write_lock_and_then_succeed() ->
         })
         .collect();
     for w in writers {
-        w.join().expect("writer")?;
+        let created = w.join().expect("writer")?;
+        // Had a writer not waited for the other process's commit, it would have run in
+        // epoch 0 and copied the root's trust.
+        assert!(
+            !created.inherited_trust,
+            "{} did not wait",
+            created.session.id
+        );
     }
-    let waited = started.elapsed();
     assert!(child.wait()?.success());
-    assert!(
-        waited >= Duration::from_millis(700),
-        "the writers committed after {waited:?}, while the other process held the lock"
-    );
     assert_eq!(ledger.children("root")?.len(), 5);
     Ok(())
 }
