@@ -11,7 +11,7 @@
 //! then flush them too and bill the setup's writes to the measured call. [`flush_wal`] syncs
 //! them first. It does not checkpoint: a checkpoint resets the WAL, and with FULL the first
 //! commit after a reset syncs the WAL header as well, an extra fsync that a steady-state commit
-//! does not pay. Automatic checkpoints (every 1,000 WAL pages) fall where SQLite puts them.
+//! does not pay. Automatic checkpoints (every 4,000 WAL pages, as the library sets) fall where SQLite puts them.
 
 #![allow(dead_code)] // each bench uses a different part
 
