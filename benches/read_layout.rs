@@ -1,0 +1,143 @@
+//! Where a read's time goes, for docs/performance.md: the ledger's read statement built up
+//! table by table and run raw on a ledger's own file, the same point SELECT inside an open read
+//! transaction (what SQLite's implicit transaction costs), and a create against a raw insert
+//! with `synchronous=NORMAL` (what a create costs besides its fsync).
+//!
+//! `cargo bench --bench read_layout` prints one line per measurement, each the median of 7
+//! rounds of 20,000 statements (2,000 transactions for the writes).
+
+use std::time::{Duration, Instant};
+
+use session_ledger::{Config, Ledger, PostureLevel, Synchronous};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn rounds(n: usize, mut f: impl FnMut(usize)) -> f64 {
+    let v = (0..7)
+        .map(|r| {
+            let t = Instant::now();
+            for i in 0..n {
+                f(r * n + i);
+            }
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        })
+        .collect();
+    median(v)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("ledger.db");
+    let config = Config::default()
+        .synchronous(Synchronous::Normal)
+        .max_live_children(u32::MAX)
+        .creation_rate(u32::MAX, Duration::from_secs(1));
+    let ledger = Ledger::open_with(&path, config.clone()).expect("ledger");
+    ledger.create_root("c", "bench").expect("root");
+    ledger
+        .grant("c", PostureLevel::Trust, "bench")
+        .expect("grant");
+    let ids: Vec<String> = (0..2_000).map(|i| format!("s{i:06}")).collect();
+    for id in &ids {
+        ledger.create_child(id, "c", "bench").expect("create");
+        ledger.state(id).expect("materialize");
+    }
+    let pick = |i: usize| &ids[(i * 7919) % ids.len()];
+
+    let conn = rusqlite::Connection::open(&path).expect("raw");
+    let steps = [
+        (
+            "labels only",
+            "SELECT taint, untrusted FROM labels WHERE session_id = ?1",
+        ),
+        (
+            "+ sessions",
+            "SELECT l.taint, l.untrusted, s.ended_at FROM labels l
+               JOIN sessions s ON s.id = l.session_id WHERE l.session_id = ?1",
+        ),
+        (
+            "+ postures",
+            "SELECT l.taint, l.untrusted, s.ended_at, p.posture, p.chain, p.epoch FROM labels l
+               JOIN sessions s ON s.id = l.session_id
+               LEFT JOIN postures p ON p.session_id = l.session_id WHERE l.session_id = ?1",
+        ),
+        (
+            "+ current epoch",
+            "SELECT l.taint, l.untrusted, s.ended_at, p.posture, p.chain,
+                    p.epoch = (SELECT max(epoch) FROM epochs) FROM labels l
+               JOIN sessions s ON s.id = l.session_id
+               LEFT JOIN postures p ON p.session_id = l.session_id WHERE l.session_id = ?1",
+        ),
+    ];
+    for (name, sql) in steps {
+        let us = rounds(20_000, |i| {
+            let mut stmt = conn.prepare_cached(sql).expect("prepare");
+            let taint: String = stmt.query_row([pick(i)], |r| r.get(0)).expect("row");
+            std::hint::black_box(taint);
+        });
+        println!("raw read, {name}: {us:.2} µs");
+    }
+    conn.execute_batch("BEGIN").expect("begin");
+    let us = rounds(20_000, |i| {
+        let mut stmt = conn.prepare_cached(steps[0].1).expect("prepare");
+        let taint: String = stmt.query_row([pick(i)], |r| r.get(0)).expect("row");
+        std::hint::black_box(taint);
+    });
+    conn.execute_batch("COMMIT").expect("commit");
+    println!("raw read, labels only, inside one open read transaction: {us:.2} µs");
+    let us = rounds(20_000, |i| {
+        std::hint::black_box(ledger.state(pick(i)).expect("state"));
+    });
+    println!("Ledger::state: {us:.2} µs");
+
+    // Writes without fsync: what a create costs besides its commit's sync.
+    for c in 0..100 {
+        let creator = format!("creator{c:03}");
+        ledger.create_root(&creator, "bench").expect("creator");
+        ledger
+            .grant(&creator, PostureLevel::Trust, "bench")
+            .expect("grant");
+    }
+    let us = rounds(2_000, |i| {
+        ledger
+            .create_child(
+                &format!("w{i:06}"),
+                &format!("creator{:03}", i % 100),
+                "bench",
+            )
+            .expect("create");
+    });
+    println!("Ledger::create_child, synchronous=NORMAL: {us:.1} µs");
+    let raw = rusqlite::Connection::open(dir.path().join("raw.db")).expect("raw");
+    raw.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        .expect("wal");
+    raw.pragma_update(None, "synchronous", "NORMAL")
+        .expect("sync");
+    raw.execute_batch(
+        "CREATE TABLE sessions (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                                created_by TEXT, depth INTEGER NOT NULL,
+                                created_at TEXT NOT NULL) STRICT;",
+    )
+    .expect("schema");
+    let us = rounds(2_000, |i| {
+        raw.execute_batch("BEGIN IMMEDIATE").expect("begin");
+        raw.prepare_cached(
+            "INSERT INTO sessions (id, created_by, depth, created_at) VALUES (?1, ?2, 1, ?3)",
+        )
+        .expect("prepare")
+        .execute((
+            format!("w{i:06}"),
+            format!("creator{:03}", i % 100),
+            "2026-01-01T00:00:00.000Z",
+        ))
+        .expect("insert");
+        raw.execute_batch("COMMIT").expect("commit");
+    });
+    println!("raw one-row INSERT transaction, synchronous=NORMAL: {us:.1} µs");
+}
