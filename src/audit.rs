@@ -356,10 +356,7 @@ mod ops {
                     state.known = true;
                     let posture = self.posture(id)?;
                     let counts = |level| {
-                        session.is_live()
-                            && posture
-                                .as_ref()
-                                .is_some_and(|p| p.current && p.level == level)
+                        crate::postures::Posture::admits(posture.as_ref(), session.is_live(), level)
                     };
                     state.trust = counts(crate::postures::PostureLevel::Trust);
                     state.trust_reads = counts(crate::postures::PostureLevel::TrustReads);

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use chrono::DurationRound;
 use rusqlite::Transaction;
 use serde_json::json;
 
@@ -87,7 +88,12 @@ impl Ledger {
         f: impl FnOnce(&Transaction<'_>, &Now) -> Result<T>,
     ) -> Result<T> {
         self.storage.write(|tx| {
-            let time = self.config.clock.now();
+            // At the stored precision (whole milliseconds), so a value built from `now.time`
+            // equals what a later read returns.
+            let now = self.config.clock.now();
+            let time = now
+                .duration_trunc(chrono::TimeDelta::milliseconds(1))
+                .unwrap_or(now);
             f(
                 tx,
                 &Now {
@@ -116,7 +122,14 @@ impl Ledger {
             storage::sessions::insert(tx, id, None, 0, Origin::Root, now)?;
             storage::labels::insert_born(tx, id, now)?;
             storage::audit::append(tx, now, actor, "session.root", Some(id), &json!({}))?;
-            fetch(tx, id)
+            Ok(Session {
+                id: id.to_owned(),
+                created_by: None,
+                depth: 0,
+                origin: Origin::Root,
+                created_at: now.time,
+                ended_at: None,
+            })
         })
     }
 
@@ -187,7 +200,14 @@ impl Ledger {
                 }),
             )?;
             Ok(Ok(Created {
-                session: fetch(tx, id)?,
+                session: Session {
+                    id: id.to_owned(),
+                    created_by: Some(creator.to_owned()),
+                    depth,
+                    origin: Origin::Created,
+                    created_at: now.time,
+                    ended_at: None,
+                },
                 inherited_trust,
                 inherited_trust_reads,
             }))
@@ -378,7 +398,10 @@ impl Ledger {
                 };
                 storage::audit::append(tx, now, actor, "session.end", Some(&ended), &detail)?;
             }
-            fetch(tx, id)
+            Ok(Session {
+                ended_at: Some(now.time),
+                ..session
+            })
         })
     }
 
@@ -524,15 +547,16 @@ pub(crate) fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Optio
     let top = chain.iter().position(|c| *c == anchor.id).ok_or_else(|| {
         Error::Corruption(format!("{:?} is not on the chain of {id:?}", anchor.id))
     })?;
+    // A sub-agent lives and dies with the session that spawned it: under an ended anchor, every
+    // link recorded now is recorded as ended, so the whole chain shares the anchor's liveness.
+    let parent_live = anchor.is_live();
     let mut depth = anchor.depth;
     for i in (0..top).rev() {
         depth += 1;
         let (child, parent) = (chain[i], chain[i + 1]);
         storage::sessions::insert(tx, child, Some(parent), depth, Origin::Spawned, now)?;
-        // A sub-agent lives and dies with the session that spawned it: one first seen under an
-        // ended session is recorded as ended. Rule P3: a spawned child's first sight is its
-        // allocation; an ended parent's posture does not count, so it passes nothing on.
-        let parent_live = storage::sessions::get(tx, parent)?.is_some_and(|p| p.is_live());
+        // Rule P3: a spawned child's first sight is its allocation; an ended parent's posture
+        // does not count, so it passes nothing on.
         let posture = if parent_live {
             storage::postures::inherit(tx, child, parent, now)?
         } else {

@@ -91,6 +91,14 @@ pub struct Posture {
     pub current: bool,
 }
 
+impl Posture {
+    /// True when this posture admits `level` now for a session that is `live`: it is that
+    /// level and belongs to the current epoch. An ended session's posture admits nothing.
+    pub(crate) fn admits(posture: Option<&Posture>, live: bool, level: PostureLevel) -> bool {
+        live && posture.is_some_and(|p| p.current && p.level == level)
+    }
+}
+
 /// How far a revocation reaches (rule R1). There is no default: the caller always says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Propagation {

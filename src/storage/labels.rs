@@ -6,7 +6,7 @@ use rusqlite::{named_params, Connection, OptionalExtension, Transaction};
 use super::{opt_ts, ts};
 use crate::error::{Error, Result};
 use crate::labels::{Label, Materialized, SessionState, Taint};
-use crate::postures::PostureLevel;
+use crate::postures::{Posture, PostureLevel};
 
 /// A session's state in one statement, the hot path of every read: its stored label with
 /// provenance, whether it ended, and its posture row. `None` when it is not materialized.
@@ -55,12 +55,7 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
     let posture = posture
         .map(super::postures::RawPosture::into_posture)
         .transpose()?;
-    let counts = |level| {
-        !ended
-            && posture
-                .as_ref()
-                .is_some_and(|p| p.current && p.level == level)
-    };
+    let counts = |level| Posture::admits(posture.as_ref(), !ended, level);
     Ok(Some(SessionState {
         session: id.to_owned(),
         taint: parse_taint(id, &taint)?,
