@@ -3,42 +3,18 @@
 //! removed from the environment.
 //!
 //! Bad input must give a non-zero exit, exactly one line on stderr, no panic, and change nothing:
-//! [`refused_unchanged`] compares the audit trail (`audit --json`) and the `sessions` and
-//! `labels` rows before and after.
+//! `refused_unchanged` (tests/common/cli.rs) compares every row of every table before and after.
 
 mod common;
 
-use common::cli::{
-    assert_clean_failure, assert_mentions, ok, ok_json, run, run_raw, Run, TestResult,
-};
+use common::cli::*;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
-use tempfile::TempDir;
-
-/// A temporary directory holding `ledger.db`.
-struct Fixture {
-    _dir: TempDir,
-    db: PathBuf,
-}
 
 impl Fixture {
-    /// A directory with no ledger in it yet.
-    fn empty() -> TestResult<Fixture> {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("ledger.db");
-        Ok(Fixture { _dir: dir, db })
-    }
-
-    /// An initialized, empty ledger.
-    fn init() -> TestResult<Fixture> {
-        let fx = Fixture::empty()?;
-        ok(&fx.db, &["init"])?;
-        Ok(fx)
-    }
-
     /// A ledger with a live root `conductor`, its live child `worker`, its ended child
     /// `retired`, and an ended root `gone`.
     fn populated() -> TestResult<Fixture> {
@@ -57,66 +33,6 @@ impl Fixture {
         ok(&fx.db, &["end", "gone", "--actor", "alice"])?;
         Ok(fx)
     }
-
-    fn dir(&self) -> &Path {
-        self.db.parent().expect("the ledger sits in a directory")
-    }
-}
-
-/// Everything a change could touch: the audit trail as the CLI prints it, and the rows of
-/// `sessions` and `labels` as stored.
-#[derive(Debug, PartialEq)]
-struct Snapshot {
-    audit_json: String,
-    sessions: Vec<String>,
-    labels: Vec<String>,
-}
-
-fn rows(conn: &Connection, sql: &str) -> TestResult<Vec<String>> {
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-fn snapshot(db: &Path) -> TestResult<Snapshot> {
-    let audit_json = ok(db, &["--json", "audit"])?;
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let sessions = rows(
-        &conn,
-        "SELECT json_array(seq, id, created_by, depth, origin, created_at, ended_at)
-           FROM sessions ORDER BY seq",
-    )?;
-    let labels = rows(
-        &conn,
-        "SELECT json_array(session_id, taint, untrusted, materialized_at, materialized_how,
-                           inherited_from, raised_at)
-           FROM labels ORDER BY session_id",
-    )?;
-    Ok(Snapshot {
-        audit_json,
-        sessions,
-        labels,
-    })
-}
-
-/// Runs a command that must be refused: a clean failure, and the ledger unchanged. Returns the
-/// run so the caller can check the message.
-fn refused_unchanged(db: &Path, args: &[&str]) -> TestResult<Run> {
-    let before = snapshot(db)?;
-    let r = run(db, args);
-    assert_clean_failure(&r, &format!("`{}`", args.join(" ")));
-    let after = snapshot(db)?;
-    assert_eq!(before, after, "`{}` changed the ledger", args.join(" "));
-    Ok(r)
-}
-
-fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {
-    let mut args = vec!["--json", "audit"];
-    args.extend_from_slice(filters);
-    ok(db, &args)?
-        .lines()
-        .map(|l| Ok(serde_json::from_str(l)?))
-        .collect()
 }
 
 fn session_ids(db: &Path) -> TestResult<Vec<String>> {
@@ -164,9 +80,9 @@ fn init_json_reports_the_path_and_schema_version() -> TestResult {
 #[test]
 fn init_on_an_existing_ledger_keeps_its_sessions_and_audit_trail() -> TestResult {
     let fx = Fixture::populated()?;
-    let before = snapshot(&fx.db)?;
+    let before = dump(&fx.db)?;
     ok(&fx.db, &["init"])?;
-    assert_eq!(before, snapshot(&fx.db)?);
+    assert_eq!(before, dump(&fx.db)?);
     Ok(())
 }
 
@@ -279,13 +195,13 @@ fn a_child_created_with_by_reads_its_creators_label_on_first_read() -> TestResul
 #[test]
 fn state_of_an_unknown_id_is_the_default_and_writes_nothing() -> TestResult {
     let fx = Fixture::populated()?;
-    let before = snapshot(&fx.db)?;
+    let before = dump(&fx.db)?;
     let state = ok_json(&fx.db, &["state", "stranger"])?;
     assert_eq!(state["session"], "stranger");
     assert_eq!(state["taint"], "private");
     assert_eq!(state["untrusted"], false);
     assert_eq!(state["known"], false);
-    assert_eq!(before, snapshot(&fx.db)?);
+    assert_eq!(before, dump(&fx.db)?);
     Ok(())
 }
 
@@ -353,10 +269,10 @@ fn raise_to_a_lower_class_leaves_the_label_where_it_was_and_writes_nothing() -> 
         &fx.db,
         &["raise", "conductor", "--taint", "secret", "--untrusted"],
     )?;
-    let before = snapshot(&fx.db)?;
+    let before = dump(&fx.db)?;
     let out = ok(&fx.db, &["raise", "conductor", "--taint", "public"])?;
     assert!(out.contains("nothing changed"), "{out:?}");
-    assert_eq!(before, snapshot(&fx.db)?);
+    assert_eq!(before, dump(&fx.db)?);
     let state = ok_json(&fx.db, &["state", "conductor"])?;
     assert_eq!(state["taint"], "secret");
     assert_eq!(state["untrusted"], true);
@@ -429,10 +345,10 @@ fn tree_of_one_session_draws_only_its_subtree() -> TestResult {
 #[test]
 fn tree_does_not_materialize_the_labels_it_shows() -> TestResult {
     let fx = branching()?;
-    let before = snapshot(&fx.db)?;
+    let before = dump(&fx.db)?;
     let out = ok(&fx.db, &["tree"])?;
     assert!(out.contains("not materialized"), "{out}");
-    assert_eq!(before, snapshot(&fx.db)?);
+    assert_eq!(before, dump(&fx.db)?);
     Ok(())
 }
 

@@ -9,15 +9,14 @@
 
 mod common;
 
-use common::cli::{assert_mentions, ok, ok_json, run, Run, TestResult};
+use common::cli::*;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use sha3::{Digest, Sha3_256};
-use tempfile::TempDir;
 
 /// The `prev_hash` of the first audit row, as docs/audit.md states it.
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -27,21 +26,8 @@ const DROP_APPEND_ONLY: &str =
     "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;";
 
 // ------------------------------------------------------------------------------------------------
-// helpers (the small ones are copied from tests/cli.rs)
+// helpers of this file (the shared ones are in tests/common/cli.rs)
 // ------------------------------------------------------------------------------------------------
-
-/// `--json audit FILTERS...`: one JSON object a line.
-fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {
-    let mut args = vec!["--json", "audit"];
-    args.extend_from_slice(filters);
-    ok(db, &args)?
-        .lines()
-        .map(|l| {
-            serde_json::from_str(l)
-                .map_err(|e| format!("an audit line is not JSON ({e}): {l:?}").into())
-        })
-        .collect()
-}
 
 /// The seq of each row.
 fn seqs(rows: &[Value]) -> Vec<i64> {
@@ -85,27 +71,7 @@ fn assert_refused(r: &Run, what: &str) {
     );
 }
 
-/// A temporary directory holding `ledger.db`.
-struct Fixture {
-    _dir: TempDir,
-    db: PathBuf,
-}
-
 impl Fixture {
-    /// A directory with no ledger in it yet.
-    fn empty() -> TestResult<Fixture> {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("ledger.db");
-        Ok(Fixture { _dir: dir, db })
-    }
-
-    /// An initialized, empty ledger.
-    fn init() -> TestResult<Fixture> {
-        let fx = Fixture::empty()?;
-        ok(&fx.db, &["init"])?;
-        Ok(fx)
-    }
-
     /// A ledger with some of everything, built through the CLI:
     ///
     /// ```text
@@ -179,38 +145,6 @@ impl Fixture {
         }
         Ok(fx)
     }
-
-    fn dir(&self) -> &Path {
-        self.db.parent().expect("the ledger sits in a directory")
-    }
-}
-
-/// Every row of every table, as stored: to show that a command wrote nothing.
-fn dump(db: &Path) -> TestResult<Vec<String>> {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let tables: Vec<String> = {
-        let mut stmt = conn.prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
-              ORDER BY name",
-        )?;
-        let names = stmt.query_map([], |row| row.get::<_, String>(0))?;
-        names.collect::<Result<_, _>>()?
-    };
-    let mut out = Vec::new();
-    for table in tables {
-        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\""))?;
-        let columns = stmt.column_count();
-        let rows = stmt.query_map([], |row| {
-            (0..columns)
-                .map(|i| row.get::<_, rusqlite::types::Value>(i))
-                .collect::<Result<Vec<_>, _>>()
-        })?;
-        for row in rows {
-            out.push(format!("{table}: {:?}", row?));
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// Runs `sql` on the ledger through a plain SQLite connection after dropping the append-only

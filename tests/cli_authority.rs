@@ -5,41 +5,22 @@
 //! `SESSION_LEDGER_ACTOR` removed from the environment.
 //!
 //! Bad input must give a non-zero exit, exactly one line on stderr, no panic, and change nothing:
-//! [`refused_unchanged`] compares the audit trail (`audit --json`) and every table an authority
-//! command could touch (sessions, labels, postures, command patterns, override scopes, epochs)
-//! before and after.
+//! `refused_unchanged` (tests/common/cli.rs) compares every row of every table before and after.
 
 mod common;
 
-use common::cli::{
-    assert_clean_failure, assert_mentions, ok, ok_json, ok_json_lines, run, Run, TestResult,
-};
-use std::path::{Path, PathBuf};
+use common::cli::*;
 use std::thread;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
-use tempfile::TempDir;
 
 // ------------------------------------------------------------------------------------------------
-// helpers (the small ones are copied from tests/cli.rs)
+// helpers of this file (the shared ones are in tests/common/cli.rs)
 // ------------------------------------------------------------------------------------------------
-
-/// A temporary directory holding an initialized `ledger.db`.
-struct Fixture {
-    _dir: TempDir,
-    db: PathBuf,
-}
 
 impl Fixture {
-    fn init() -> TestResult<Fixture> {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("ledger.db");
-        ok(&db, &["init"])?;
-        Ok(Fixture { _dir: dir, db })
-    }
-
     fn ok(&self, args: &[&str]) -> TestResult<String> {
         ok(&self.db, args)
     }
@@ -94,88 +75,6 @@ impl Fixture {
             .conn()?
             .query_row("SELECT count(*) FROM epochs", [], |r| r.get(0))?)
     }
-}
-
-fn rows(conn: &Connection, sql: &str) -> TestResult<Vec<String>> {
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// Everything an authority command could touch.
-#[derive(Debug, PartialEq)]
-struct Snapshot {
-    audit_json: String,
-    sessions: Vec<String>,
-    labels: Vec<String>,
-    postures: Vec<String>,
-    patterns: Vec<String>,
-    scopes: Vec<String>,
-    epochs: Vec<String>,
-}
-
-fn snapshot(db: &Path) -> TestResult<Snapshot> {
-    let audit_json = ok(db, &["--json", "audit"])?;
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    Ok(Snapshot {
-        audit_json,
-        sessions: rows(
-            &conn,
-            "SELECT json_array(seq, id, created_by, depth, origin, created_at, ended_at)
-               FROM sessions ORDER BY seq",
-        )?,
-        labels: rows(
-            &conn,
-            "SELECT json_array(session_id, taint, untrusted, materialized_at, materialized_how,
-                               inherited_from, raised_at)
-               FROM labels ORDER BY session_id",
-        )?,
-        postures: rows(
-            &conn,
-            "SELECT json_array(session_id, posture, source, granted_by, granted_at, granted_on,
-                               inherited_from, allocated_at, chain, epoch)
-               FROM postures ORDER BY session_id",
-        )?,
-        patterns: rows(
-            &conn,
-            "SELECT json_array(session_id, pattern, added_by, added_at)
-               FROM command_patterns ORDER BY session_id, pattern",
-        )?,
-        scopes: rows(
-            &conn,
-            "SELECT json_array(session_id, name, granted_by, granted_at, expires_at, revoked_at,
-                               revoked_by)
-               FROM override_scopes ORDER BY session_id, name",
-        )?,
-        epochs: rows(
-            &conn,
-            "SELECT json_array(epoch, started_at, started_by, durable) FROM epochs ORDER BY epoch",
-        )?,
-    })
-}
-
-/// Runs a command that must be refused: a clean failure, and the ledger unchanged. Returns the
-/// run so the caller can check the message.
-fn refused_unchanged(db: &Path, args: &[&str]) -> TestResult<Run> {
-    let before = snapshot(db)?;
-    let r = run(db, args);
-    assert_clean_failure(&r, &format!("`{}`", args.join(" ")));
-    let after = snapshot(db)?;
-    assert_eq!(before, after, "`{}` changed the ledger", args.join(" "));
-    Ok(r)
-}
-
-/// Runs a command that must succeed and change nothing; returns its stdout.
-fn ok_unchanged(db: &Path, args: &[&str]) -> TestResult<String> {
-    let before = snapshot(db)?;
-    let out = ok(db, args)?;
-    assert_eq!(
-        before,
-        snapshot(db)?,
-        "`{}` changed the ledger",
-        args.join(" ")
-    );
-    Ok(out)
 }
 
 /// The ids of a revocation's `sessions` (or another list of affected sessions).

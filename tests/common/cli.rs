@@ -111,3 +111,95 @@ pub fn assert_mentions(r: &Run, words: &str) {
         r.stderr
     );
 }
+
+/// A temporary directory holding `ledger.db`. Each test file adds the ledgers it needs in an
+/// `impl Fixture` of its own.
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub db: std::path::PathBuf,
+}
+
+impl Fixture {
+    /// A directory with no ledger in it yet.
+    pub fn empty() -> TestResult<Fixture> {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("ledger.db");
+        Ok(Fixture { _dir: dir, db })
+    }
+
+    /// An initialized, empty ledger.
+    pub fn init() -> TestResult<Fixture> {
+        let fx = Fixture::empty()?;
+        ok(&fx.db, &["init"])?;
+        Ok(fx)
+    }
+
+    /// The directory the ledger sits in.
+    pub fn dir(&self) -> &Path {
+        self.db.parent().expect("the ledger sits in a directory")
+    }
+}
+
+/// The first column of each row of `sql`, as text.
+pub fn rows(conn: &rusqlite::Connection, sql: &str) -> TestResult<Vec<String>> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// `--json audit FILTERS...`: one JSON object a line.
+pub fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {
+    let mut args = vec!["--json", "audit"];
+    args.extend_from_slice(filters);
+    ok(db, &args)?
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l)
+                .map_err(|e| format!("an audit line is not JSON ({e}): {l:?}").into())
+        })
+        .collect()
+}
+
+/// Every row of every table, as stored, sorted: to show that a command wrote nothing.
+pub fn dump(db: &Path) -> TestResult<Vec<String>> {
+    use rusqlite::{Connection, OpenFlags};
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let tables = rows(
+        &conn,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+          ORDER BY name",
+    )?;
+    let mut out = Vec::new();
+    for table in tables {
+        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\""))?;
+        let columns = stmt.column_count();
+        let rows = stmt.query_map([], |row| {
+            (0..columns)
+                .map(|i| row.get::<_, rusqlite::types::Value>(i))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        for row in rows {
+            out.push(format!("{table}: {:?}", row?));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Runs a command that must be refused: a clean failure, and the ledger unchanged. Returns the
+/// run so the caller can check the message.
+pub fn refused_unchanged(db: &Path, args: &[&str]) -> TestResult<Run> {
+    let before = dump(db)?;
+    let r = run(db, args);
+    assert_clean_failure(&r, &format!("`{}`", args.join(" ")));
+    assert_eq!(before, dump(db)?, "`{}` changed the ledger", args.join(" "));
+    Ok(r)
+}
+
+/// Runs a command that must succeed and change nothing; returns its stdout.
+pub fn ok_unchanged(db: &Path, args: &[&str]) -> TestResult<String> {
+    let before = dump(db)?;
+    let out = ok(db, args)?;
+    assert_eq!(before, dump(db)?, "`{}` changed the ledger", args.join(" "));
+    Ok(out)
+}
