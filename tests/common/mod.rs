@@ -43,32 +43,9 @@ impl Fixture {
             .expect("count")
     }
 
-    /// Every row of the data tables, as text, to compare a ledger before and after.
+    /// Every row of every table, as text, to compare a ledger before and after.
     pub fn snapshot(&self) -> Vec<String> {
-        let conn = self.sql();
-        let mut out = Vec::new();
-        for (table, order) in [
-            ("sessions", "seq"),
-            ("labels", "session_id"),
-            ("audit", "seq"),
-        ] {
-            let mut stmt = conn
-                .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))
-                .expect("prepare");
-            let n = stmt.column_count();
-            let rows = stmt
-                .query_map([], |row| {
-                    let cells: Vec<String> = (0..n)
-                        .map(|i| format!("{:?}", row.get_ref(i).expect("cell")))
-                        .collect();
-                    Ok(format!("{table}: {}", cells.join(" | ")))
-                })
-                .expect("query");
-            for row in rows {
-                out.push(row.expect("row"));
-            }
-        }
-        out
+        cli::dump(&self.path()).expect("read every table")
     }
 
     /// Builds a tree from a compact literal: `"a > b c; b > d"` makes root `a` with children
