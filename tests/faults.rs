@@ -22,38 +22,35 @@ enum Fault {
     FirstChange,
 }
 
+/// The statements each fault strikes, as (table, event).
+fn struck(fault: Fault) -> &'static [(&'static str, &'static str)] {
+    match fault {
+        Fault::AuditRow => &[("audit", "INSERT")],
+        Fault::FirstChange => &[
+            ("sessions", "INSERT"),
+            ("sessions", "UPDATE"),
+            ("labels", "INSERT"),
+            ("labels", "UPDATE"),
+            ("postures", "INSERT"),
+            ("postures", "DELETE"),
+            ("command_patterns", "INSERT"),
+            ("command_patterns", "DELETE"),
+            ("override_scopes", "INSERT"),
+            ("override_scopes", "UPDATE"),
+            ("epochs", "INSERT"),
+        ],
+    }
+}
+
 fn install(f: &Fixture, fault: Fault) {
-    let sql = match fault {
-        Fault::AuditRow => {
-            "CREATE TRIGGER failpoint BEFORE INSERT ON audit
+    let conn = f.sql();
+    for (table, event) in struck(fault) {
+        conn.execute_batch(&format!(
+            "CREATE TRIGGER failpoint_{table}_{event} BEFORE {event} ON {table}
              BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;"
-        }
-        Fault::FirstChange => {
-            "CREATE TRIGGER failpoint_sessions BEFORE INSERT ON sessions
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_sessions_end BEFORE UPDATE ON sessions
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_labels BEFORE INSERT ON labels
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_labels_raise BEFORE UPDATE ON labels
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_postures BEFORE INSERT ON postures
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_postures_revoke BEFORE DELETE ON postures
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_patterns BEFORE INSERT ON command_patterns
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_patterns_remove BEFORE DELETE ON command_patterns
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_scopes BEFORE INSERT ON override_scopes
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_scopes_revoke BEFORE UPDATE ON override_scopes
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;
-             CREATE TRIGGER failpoint_epochs BEFORE INSERT ON epochs
-             BEGIN SELECT RAISE(ABORT, 'failpoint: the disk is full'); END;"
-        }
-    };
-    f.sql().execute_batch(sql).expect("install the failpoint");
+        ))
+        .expect("install the failpoint");
+    }
 }
 
 fn remove(f: &Fixture) {
