@@ -31,22 +31,9 @@ const PATTERN: &str = "npm test *";
 fn audit_append(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("ledger.db");
-    let builder = support::builder(&path);
-    builder.create_root("root", support::ACTOR).unwrap();
-    let parents = support::grow_tree(&builder, "root", BASE_SESSIONS, 10);
-    support::checkpoint(&path);
+    let mut sessions = support::FreshSessions::new(&path, BASE_SESSIONS, "a");
     let ledger = Ledger::open(&path).expect("open the measured handle");
-
-    let mut made = 0;
-    let mut fresh = || {
-        let id = format!("a{made}");
-        builder
-            .create_child(&id, &parents[made % parents.len()], support::ACTOR)
-            .unwrap();
-        made += 1;
-        support::flush_wal(&path);
-        id
-    };
+    let mut fresh = || sessions.next();
 
     // Each measured call appends exactly one audit row.
     let changes: [fn(&Ledger, &str); 2] = [
@@ -77,7 +64,7 @@ fn audit_append(c: &mut Criterion) {
     });
     group.finish();
     drop(ledger);
-    drop(builder);
+    drop(sessions);
     drop(dir);
 }
 

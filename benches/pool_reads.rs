@@ -25,7 +25,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use session_ledger::{Ledger, PostureLevel};
+use session_ledger::Ledger;
 
 const SESSIONS: usize = 10_000;
 const THREADS: [usize; 2] = [1, 2];
@@ -66,17 +66,7 @@ fn timed_reads(
 fn pool_reads(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("ledger.db");
-    let ids = {
-        let builder = support::builder(&path);
-        builder.create_root("root", support::ACTOR).unwrap();
-        builder
-            .grant("root", PostureLevel::Trust, support::ACTOR)
-            .unwrap();
-        let ids = support::grow_tree(&builder, "root", SESSIONS, 10);
-        support::materialize_all(&builder, &ids);
-        ids
-    };
-    support::checkpoint(&path);
+    let ids = support::trusted_materialized_tree(&path, SESSIONS);
     let ledger = Arc::new(Ledger::open(&path).expect("open the measured handle"));
     for id in &ids {
         assert!(ledger.state(id).unwrap().materialized.is_some());

@@ -23,20 +23,12 @@ const BASE_SESSIONS: usize = 10_000;
 fn raise(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("ledger.db");
-    let builder = support::builder(&path);
-    builder.create_root("root", support::ACTOR).unwrap();
-    let parents = support::grow_tree(&builder, "root", BASE_SESSIONS, 10);
-    support::checkpoint(&path);
+    let mut sessions = support::FreshSessions::new(&path, BASE_SESSIONS, "r");
     let ledger = Ledger::open(&path).expect("open the measured handle");
 
-    let mut made = 0;
     let mut fresh = || {
-        let id = format!("r{made}");
-        builder
-            .create_child(&id, &parents[made % parents.len()], support::ACTOR)
-            .unwrap();
-        made += 1;
-        assert_eq!(builder.state(&id).unwrap().taint, Taint::Private);
+        let id = sessions.next();
+        assert_eq!(sessions.builder().state(&id).unwrap().taint, Taint::Private);
         support::flush_wal(&path);
         id
     };
@@ -57,7 +49,7 @@ fn raise(c: &mut Criterion) {
         )
     });
     drop(ledger);
-    drop(builder);
+    drop(sessions);
     drop(dir);
 }
 

@@ -15,24 +15,14 @@ mod support;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use session_ledger::{Ledger, PostureLevel};
+use session_ledger::Ledger;
 
 const SESSIONS: usize = 10_000;
 
 fn read_state(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("ledger.db");
-    let ids = {
-        let builder = support::builder(&path);
-        builder.create_root("root", support::ACTOR).unwrap();
-        builder
-            .grant("root", PostureLevel::Trust, support::ACTOR)
-            .unwrap();
-        let ids = support::grow_tree(&builder, "root", SESSIONS, 10);
-        support::materialize_all(&builder, &ids);
-        ids
-    };
-    support::checkpoint(&path);
+    let ids = support::trusted_materialized_tree(&path, SESSIONS);
     let ledger = Ledger::open(&path).expect("open the measured handle");
     for id in &ids {
         let state = ledger.state(id).unwrap();

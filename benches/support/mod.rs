@@ -100,3 +100,64 @@ pub fn checkpoint(db: &Path) {
         .expect("checkpoint");
     assert_eq!(busy, 0, "the checkpoint was blocked by a reader or writer");
 }
+
+/// The ledger of `read_state` and `pool_reads`: a root `root` granted `trust` and `n` sessions
+/// below it (fan-out 10), each read once so its label is materialized, then checkpointed.
+/// Returns the sessions' ids.
+pub fn trusted_materialized_tree(path: &Path, n: usize) -> Vec<String> {
+    let builder = builder(path);
+    builder.create_root("root", ACTOR).expect("root");
+    builder
+        .grant("root", session_ledger::PostureLevel::Trust, ACTOR)
+        .expect("grant");
+    let ids = grow_tree(&builder, "root", n, 10);
+    materialize_all(&builder, &ids);
+    drop(builder);
+    checkpoint(path);
+    ids
+}
+
+/// A base tree for benches whose every iteration needs a fresh session: a root `root` and
+/// `n` sessions below it (fan-out 10) built through the building handle and checkpointed.
+pub struct FreshSessions {
+    path: PathBuf,
+    builder: Ledger,
+    parents: Vec<String>,
+    prefix: &'static str,
+    made: usize,
+}
+
+impl FreshSessions {
+    /// Builds the base tree at `path`; fresh sessions are named `<prefix><n>`.
+    pub fn new(path: &Path, n: usize, prefix: &'static str) -> FreshSessions {
+        let builder = builder(path);
+        builder.create_root("root", ACTOR).expect("root");
+        let parents = grow_tree(&builder, "root", n, 10);
+        checkpoint(path);
+        FreshSessions {
+            path: path.to_path_buf(),
+            builder,
+            parents,
+            prefix,
+            made: 0,
+        }
+    }
+
+    /// The building handle, for setup a bench adds to a fresh session.
+    pub fn builder(&self) -> &Ledger {
+        &self.builder
+    }
+
+    /// A new live child of a base session (round-robin), not materialized, with the WAL
+    /// synced (see [`flush_wal`]).
+    pub fn next(&mut self) -> String {
+        let id = format!("{}{}", self.prefix, self.made);
+        let parent = &self.parents[self.made % self.parents.len()];
+        self.builder
+            .create_child(&id, parent, ACTOR)
+            .expect("create a fresh session");
+        self.made += 1;
+        flush_wal(&self.path);
+        id
+    }
+}
