@@ -235,7 +235,11 @@ impl Ledger {
                 json!({ "creator": creator, "reason": "depth_limit", "depth": depth, "limit": c.max_depth }),
             )));
         }
-        let live = storage::sessions::live_created_children(tx, creator)?;
+        let window = chrono::TimeDelta::from_std(c.rate_window).unwrap_or(chrono::TimeDelta::MAX);
+        let since = now
+            .checked_sub_signed(window)
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+        let (live, count) = storage::sessions::creation_counts(tx, creator, &format_ts(since))?;
         if live >= c.max_live_children {
             return Ok(Some((
                 Error::ChildLimit {
@@ -246,11 +250,6 @@ impl Ledger {
                 json!({ "creator": creator, "reason": "child_limit", "live_children": live, "limit": c.max_live_children }),
             )));
         }
-        let window = chrono::TimeDelta::from_std(c.rate_window).unwrap_or(chrono::TimeDelta::MAX);
-        let since = now
-            .checked_sub_signed(window)
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
-        let count = storage::sessions::created_since(tx, creator, &format_ts(since))?;
         if count >= c.max_creations_per_window {
             return Ok(Some((
                 Error::RateLimit {
@@ -390,14 +389,16 @@ impl Ledger {
             if !session.is_live() {
                 return Err(Error::SessionEnded(id.to_owned()));
             }
-            for ended in storage::sessions::end_with_spawned(tx, id, now)? {
-                let detail = if ended == id {
+            let ended = storage::sessions::end_with_spawned(tx, id, now)?;
+            let rows = ended.iter().map(|e| {
+                let detail = if e == id {
                     json!({})
                 } else {
                     json!({ "ended_with": id })
                 };
-                storage::audit::append(tx, now, actor, "session.end", Some(&ended), &detail)?;
-            }
+                (e.as_str(), detail)
+            });
+            storage::audit::append_all(tx, now, actor, "session.end", rows)?;
             Ok(Session {
                 ended_at: Some(now.time),
                 ..session

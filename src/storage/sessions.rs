@@ -120,25 +120,19 @@ pub(crate) fn end_with_spawned(tx: &Transaction<'_>, id: &str, now: &str) -> Res
     Ok(ended.into_iter().map(|(id, _)| id).collect())
 }
 
-/// How many live sessions `creator` has created (spawned children are not counted: the bound
-/// governs the create call).
-pub(crate) fn live_created_children(conn: &Connection, creator: &str) -> Result<u32> {
+/// What the creation bounds count, in one pass over `creator`'s created children: how many are
+/// live, and how many were created at or after `since`. Spawned children are not counted: the
+/// bounds govern the create call.
+pub(crate) fn creation_counts(conn: &Connection, creator: &str, since: &str) -> Result<(u32, u32)> {
     let mut stmt = conn.prepare_cached(
-        "SELECT count(*) FROM sessions
-          WHERE created_by = :creator AND origin = 'created' AND ended_at IS NULL",
-    )?;
-    Ok(stmt.query_row(named_params! { ":creator": creator }, |row| row.get(0))?)
-}
-
-/// How many sessions `creator` has created at or after `since`.
-pub(crate) fn created_since(conn: &Connection, creator: &str, since: &str) -> Result<u32> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT count(*) FROM sessions
-          WHERE created_by = :creator AND origin = 'created' AND created_at >= :since",
+        "SELECT count(*) FILTER (WHERE ended_at IS NULL),
+                count(*) FILTER (WHERE created_at >= :since)
+           FROM sessions
+          WHERE created_by = :creator AND origin = 'created'",
     )?;
     Ok(stmt.query_row(
         named_params! { ":creator": creator, ":since": since },
-        |row| row.get(0),
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )?)
 }
 
