@@ -118,7 +118,6 @@ mod ops {
             if command.is_empty() {
                 return Err(Error::EmptyCommand);
             }
-            let now = self.now();
             let decide = |c: &rusqlite::Connection| -> Result<Option<Decision>> {
                 let Some((ended, posture)) = storage::postures::decision_facts(c, id)? else {
                     return Ok(None);
@@ -131,18 +130,18 @@ mod ops {
                 if ended {
                     return Ok(Some(decision(Verdict::Ask, Reason::SessionEnded)));
                 }
+                let posture = match posture {
+                    Some(p) if p.current && p.level == PostureLevel::Trust => {
+                        let reason = Reason::Trust { posture: p };
+                        return Ok(Some(decision(Verdict::Approve, reason)));
+                    }
+                    Some(p) if p.current && p.level == PostureLevel::TrustReads && read_only => {
+                        let reason = Reason::TrustReads { posture: p };
+                        return Ok(Some(decision(Verdict::Approve, reason)));
+                    }
+                    other => other,
+                };
                 let current = posture.as_ref().filter(|p| p.current);
-                match current {
-                    Some(p) if p.level == PostureLevel::Trust => {
-                        let reason = Reason::Trust { posture: p.clone() };
-                        return Ok(Some(decision(Verdict::Approve, reason)));
-                    }
-                    Some(p) if p.level == PostureLevel::TrustReads && read_only => {
-                        let reason = Reason::TrustReads { posture: p.clone() };
-                        return Ok(Some(decision(Verdict::Approve, reason)));
-                    }
-                    _ => {}
-                }
                 for (pattern, added_by) in storage::grants::pattern_texts(c, id)? {
                     if pattern_matches(&pattern, command) {
                         return Ok(Some(decision(
@@ -152,7 +151,7 @@ mod ops {
                     }
                 }
                 if let Some((scope, granted_by, expires_at)) =
-                    storage::grants::live_scope(c, id, &now)?
+                    storage::grants::live_scope(c, id, &self.now())?
                 {
                     let expires_at = storage::ts("override_scopes.expires_at", &expires_at)?;
                     return Ok(Some(decision(

@@ -3,6 +3,7 @@
 
 use rusqlite::{named_params, Connection, OptionalExtension, Transaction};
 
+use super::postures::posture_columns;
 use super::{opt_ts, ts};
 use crate::error::{Error, Result};
 use crate::labels::{Label, Materialized, SessionState, Taint};
@@ -11,14 +12,14 @@ use crate::postures::{Posture, PostureLevel};
 /// A session's state in one statement, the hot path of every read: its stored label with
 /// provenance, whether it ended, and its posture row. `None` when it is not materialized.
 pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(concat!(
         "SELECT l.taint, l.untrusted, l.materialized_how, l.inherited_from, l.materialized_at,
-                l.raised_at, s.ended_at IS NOT NULL, p.session_id IS NOT NULL, {}
-           FROM labels AS l
+                l.raised_at, s.ended_at IS NOT NULL, p.session_id IS NOT NULL, ",
+        posture_columns!(),
+        "  FROM labels AS l
            JOIN sessions AS s ON s.id = l.session_id
            LEFT JOIN postures AS p ON p.session_id = l.session_id
-          WHERE l.session_id = ?1",
-        super::postures::COLUMNS
+          WHERE l.session_id = ?1"
     ))?;
     let raw = stmt
         .query_row([id], |row| {

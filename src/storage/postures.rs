@@ -13,9 +13,17 @@ pub(crate) fn current_epoch(conn: &Connection) -> Result<i64> {
     epoch.ok_or_else(|| Error::Corruption("the epochs table is empty".into()))
 }
 
-pub(crate) const COLUMNS: &str = "p.session_id, p.posture, p.source, p.granted_by, p.granted_at, \
-     p.granted_on, p.inherited_from, p.allocated_at, p.chain, p.epoch, \
-     p.epoch = (SELECT max(epoch) FROM epochs)";
+/// The posture columns of `postures AS p` that [`RawPosture::from_row`] reads, in its order. A
+/// macro, so statements that include them are literals built by `concat!` at compile time
+/// rather than strings formatted on every call of a hot path.
+macro_rules! posture_columns {
+    () => {
+        "p.session_id, p.posture, p.source, p.granted_by, p.granted_at, p.granted_on, \
+         p.inherited_from, p.allocated_at, p.chain, p.epoch, \
+         p.epoch = (SELECT max(epoch) FROM epochs)"
+    };
+}
+pub(crate) use posture_columns;
 
 pub(crate) struct RawPosture {
     session: String,
@@ -32,7 +40,7 @@ pub(crate) struct RawPosture {
 }
 
 impl RawPosture {
-    /// Reads the [`COLUMNS`] starting at column `at`.
+    /// Reads the [`posture_columns!`] starting at column `at`.
     pub(crate) fn from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<RawPosture> {
         Ok(RawPosture {
             session: row.get(at)?,
@@ -77,8 +85,10 @@ impl RawPosture {
 
 /// The posture row of `id`, current or not.
 pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<Posture>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM postures AS p WHERE p.session_id = :id"
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        posture_columns!(),
+        " FROM postures AS p WHERE p.session_id = :id"
     ))?;
     stmt.query_row(named_params! { ":id": id }, |row| {
         RawPosture::from_row(row, 0)
@@ -247,14 +257,15 @@ pub(crate) struct SubtreeRow {
 }
 
 pub(crate) fn subtree_with_postures(conn: &Connection, root: &str) -> Result<Vec<SubtreeRow>> {
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(concat!(
         "WITH RECURSIVE subtree (id) AS (
              SELECT id FROM sessions WHERE id = :root
              UNION ALL
              SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
          )
-         SELECT s.id, s.created_by, s.depth, s.ended_at, p.session_id IS NOT NULL, {COLUMNS}
-           FROM subtree
+         SELECT s.id, s.created_by, s.depth, s.ended_at, p.session_id IS NOT NULL, ",
+        posture_columns!(),
+        "  FROM subtree
            JOIN sessions AS s ON s.id = subtree.id
            LEFT JOIN postures AS p ON p.session_id = s.id
           ORDER BY s.id"
@@ -361,9 +372,10 @@ pub(crate) fn decision_facts(
     conn: &Connection,
     id: &str,
 ) -> Result<Option<(bool, Option<Posture>)>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT s.ended_at IS NOT NULL, p.session_id IS NOT NULL, {COLUMNS}
-           FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT s.ended_at IS NOT NULL, p.session_id IS NOT NULL, ",
+        posture_columns!(),
+        "  FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
           WHERE s.id = ?1"
     ))?;
     let raw = stmt

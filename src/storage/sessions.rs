@@ -6,7 +6,13 @@ use super::{opt_ts, ts};
 use crate::error::{Error, Result};
 use crate::sessions::{Origin, Session};
 
-const COLUMNS: &str = "id, created_by, depth, origin, created_at, ended_at";
+/// The columns [`RawSession::from_row`] reads, in its order; a macro so that the statements
+/// are `concat!` literals, not strings formatted on every call.
+macro_rules! session_columns {
+    () => {
+        "id, created_by, depth, origin, created_at, ended_at"
+    };
+}
 
 /// A `sessions` row as stored, before its text is checked.
 struct RawSession {
@@ -58,8 +64,11 @@ fn collect(rows: impl Iterator<Item = rusqlite::Result<RawSession>>) -> Result<V
 
 /// The session with this id, ended or not.
 pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<Session>> {
-    let mut stmt =
-        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE id = :id"))?;
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE id = :id"
+    ))?;
     stmt.query_row(named_params! { ":id": id }, RawSession::from_row)
         .optional()?
         .map(RawSession::into_session)
@@ -156,8 +165,10 @@ pub(crate) fn ancestors(conn: &Connection, id: &str) -> Result<Vec<Session>> {
 
 /// The sessions `id` created or spawned, in the order the ledger recorded them.
 pub(crate) fn children(conn: &Connection, id: &str) -> Result<Vec<Session>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM sessions WHERE created_by = :id ORDER BY seq"
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions WHERE created_by = :id ORDER BY seq"
     ))?;
     let rows = stmt.query_map(named_params! { ":id": id }, RawSession::from_row)?;
     collect(rows)
@@ -181,7 +192,11 @@ pub(crate) fn subtree(conn: &Connection, id: &str) -> Result<Vec<Session>> {
 
 /// Every session, in the order recorded.
 pub(crate) fn all(conn: &Connection) -> Result<Vec<Session>> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM sessions ORDER BY seq"))?;
+    let mut stmt = conn.prepare_cached(concat!(
+        "SELECT ",
+        session_columns!(),
+        " FROM sessions ORDER BY seq"
+    ))?;
     let rows = stmt.query_map([], RawSession::from_row)?;
     collect(rows)
 }
