@@ -137,6 +137,8 @@ fn raw_connection(path: &Path) -> Connection {
     conn.pragma_update(None, "synchronous", "FULL")
         .expect("sync");
     conn.pragma_update(None, "foreign_keys", true).expect("fk");
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .expect("temp_store");
     conn.busy_timeout(Duration::from_secs(30)).expect("busy");
     conn
 }
