@@ -8,7 +8,7 @@
 //! followed by a markdown table of the medians. Baselines:
 //!
 //! * `raw`: the raw SQLite operation underneath, on a table of the same shape, through a plain
-//!   rusqlite connection with the same pragmas (the limit);
+//!   rusqlite connection with the same pragmas and the same kept WAL file (the limit);
 //! * `json`: the design the ledger replaces, one JSON file per session, read and parsed, or
 //!   rewritten atomically (temp file, fsync, rename);
 //! * `naive`: a cascade revoke done breadth-first in application code, one SELECT and one
@@ -140,7 +140,25 @@ fn raw_connection(path: &Path) -> Connection {
     conn.pragma_update(None, "temp_store", "MEMORY")
         .expect("temp_store");
     conn.busy_timeout(Duration::from_secs(30)).expect("busy");
+    keep_wal_file(&conn);
     conn
+}
+
+/// `SQLITE_FCNTL_PERSIST_WAL`, as the ledger sets on its connections: the WAL file outlives the
+/// last connection, so a later one commits into blocks that already exist.
+fn keep_wal_file(conn: &Connection) {
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: a live connection used on this thread; the file control reads and writes one int
+    // through a pointer to `on`, alive for the call.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+            std::ptr::addr_of_mut!(on).cast(),
+        )
+    };
+    assert_eq!(rc, rusqlite::ffi::SQLITE_OK, "persist_wal");
 }
 
 /// The raw twin of the labels table, filled with the same ids.
@@ -390,12 +408,30 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
         baseline_name: "JSON atomic rewrite",
     };
 
-    let raw = raw_connection(&dir.join("raw-writes.db"));
-    raw.execute_batch(
-        "CREATE TABLE sessions (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, created_by TEXT,
-                                depth INTEGER NOT NULL, created_at TEXT NOT NULL) STRICT;",
-    )
-    .expect("raw schema");
+    // The raw side gets the same history as the ledger's file: rows written by an earlier
+    // connection that closed (keeping its WAL, as the ledger's connections do), so both sides
+    // commit into a WAL file that already exists.
+    let raw_path = dir.join("raw-writes.db");
+    {
+        let setup = raw_connection(&raw_path);
+        setup
+            .execute_batch(
+                "CREATE TABLE sessions (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                                        created_by TEXT, depth INTEGER NOT NULL,
+                                        created_at TEXT NOT NULL) STRICT;",
+            )
+            .expect("raw schema");
+        for i in 0..ops {
+            setup
+                .execute(
+                    "INSERT INTO sessions (id, created_by, depth, created_at)
+                     VALUES (?1, NULL, 0, ?2)",
+                    (format!("r{i:06}"), format_ts(chrono::Utc::now())),
+                )
+                .expect("raw setup");
+        }
+    }
+    let raw = raw_connection(&raw_path);
     let (l, b) = interleave(
         sizes.durable_rounds,
         sizes.durable_batch,

@@ -51,6 +51,13 @@ pub struct Config {
     pub durable_postures: bool,
     /// The clock read by every operation. Default the system clock.
     pub clock: Arc<dyn Clock>,
+    /// Keep the `-wal` file when the last connection closes instead of letting SQLite delete
+    /// it, so that the next process to open the ledger commits into a file that already
+    /// exists (see `docs/concurrency.md`). Default true; the CLI turns it off, so that a
+    /// command run on its own leaves only the database file behind. Either way the last
+    /// connection checkpoints on close. Set only once the file has been accepted: a file that
+    /// is refused gets nothing new beside it.
+    pub keep_wal_file: bool,
 }
 
 impl Default for Config {
@@ -66,6 +73,7 @@ impl Default for Config {
             create_if_missing: true,
             durable_postures: false,
             clock: Arc::new(SystemClock),
+            keep_wal_file: true,
         }
     }
 }
@@ -123,6 +131,12 @@ impl Config {
     /// Sets the clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Config {
         self.clock = clock;
+        self
+    }
+
+    /// Sets [`Config::keep_wal_file`].
+    pub fn keep_wal_file(mut self, keep: bool) -> Config {
+        self.keep_wal_file = keep;
         self
     }
 }

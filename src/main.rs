@@ -422,15 +422,22 @@ fn actor(explicit: &Option<String>) -> String {
         .unwrap_or_else(|| "operator".to_owned())
 }
 
+/// The library's defaults, but the WAL file is not kept: a command is a short process, and when
+/// it is the only one using the file, the file should be all it leaves behind (when the backend
+/// has the ledger open, its connections keep the WAL, whatever a command does).
+fn cli_config() -> Config {
+    Config::default().keep_wal_file(false)
+}
+
 fn open_existing(path: &Path) -> Result<Ledger, Error> {
-    Ledger::open_with(path, Config::default().create_if_missing(false))
+    Ledger::open_with(path, cli_config().create_if_missing(false))
 }
 
 fn run(cli: &Cli) -> Result<(), CliError> {
     let out = &mut io::stdout().lock();
     match &cli.command {
         Command::Init => {
-            let ledger = Ledger::open(&cli.db)?;
+            let ledger = Ledger::open_with(&cli.db, cli_config())?;
             let version = session_ledger::schema_version();
             if cli.json {
                 let v = serde_json::json!({ "path": ledger.path(), "schema_version": version });
@@ -650,7 +657,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         }) => {
             let ledger = Ledger::open_with(
                 &cli.db,
-                Config::default()
+                cli_config()
                     .create_if_missing(false)
                     .durable_postures(*durable),
             )?;
@@ -1046,7 +1053,7 @@ fn demo(out: &mut impl Write, path: Option<&Path>) -> Result<(), CliError> {
             path.display()
         )));
     }
-    let ledger = Ledger::open(&path)?;
+    let ledger = Ledger::open_with(&path, cli_config())?;
     let op = "operator";
     let secret = Raise {
         taint: Some(Taint::Secret),

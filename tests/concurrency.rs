@@ -70,3 +70,33 @@ fn many_threads_creating_and_reading_at_once_all_succeed() -> TestResult {
     assert_eq!(inherits.len(), 8 + 160 + 160);
     Ok(())
 }
+
+#[test]
+fn the_wal_file_outlives_the_last_connection_and_holds_nothing_uncheckpointed() -> TestResult {
+    let Fixture { dir, ledger } = Fixture::new();
+    let path = dir.path().join("ledger.db");
+    let wal = dir.path().join("ledger.db-wal");
+    ledger.create_root("root", "test")?;
+    ledger.grant("root", PostureLevel::Trust, "test")?;
+    drop(ledger);
+    // SQLite deletes the WAL when the last connection closes unless asked to keep it; the
+    // ledger keeps it, so the next process commits into blocks that already exist.
+    assert!(wal.exists(), "the WAL file was deleted on close");
+    // The close checkpointed everything: the database file alone, read without the WAL,
+    // holds both changes.
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&path, &copy)?;
+    let conn = raw(&copy);
+    let rows: i64 = conn.query_row(
+        "SELECT count(*) FROM postures WHERE session_id = 'root'",
+        [],
+        |r| r.get(0),
+    )?;
+    assert_eq!(rows, 1);
+    // And a ledger reopened over the kept WAL reads and writes as before.
+    let ledger = session_ledger::Ledger::open(&path)?;
+    assert!(ledger.state("root")?.trust);
+    ledger.create_child("worker", "root", "test")?;
+    assert!(ledger.state("worker")?.trust);
+    Ok(())
+}

@@ -172,6 +172,41 @@ fn a_database_with_a_newer_schema_is_refused_and_left_untouched() -> TestResult 
 }
 
 #[test]
+fn a_refused_ledger_gets_no_kept_wal_file_beside_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("ledger.db");
+    {
+        let ledger = Ledger::open_with(&path, Config::default().keep_wal_file(false))?;
+        ledger.create_root("root", "test")?;
+    }
+    {
+        let conn = raw(&path);
+        conn.execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
+             VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z', '1')",
+            [],
+        )?;
+    }
+    let listing = || -> std::io::Result<Vec<String>> {
+        let mut names: Vec<String> = fs::read_dir(dir.path())?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<std::io::Result<_>>()?;
+        names.sort();
+        Ok(names)
+    };
+    assert_eq!(listing()?, ["ledger.db"]);
+    // The default keeps the WAL file, but only for a file it has accepted.
+    let err = Ledger::open(&path).expect_err("newer schema");
+    assert!(matches!(err, Error::SchemaTooNew { .. }), "{err}");
+    assert_eq!(
+        listing()?,
+        ["ledger.db"],
+        "the refusal left files beside the ledger"
+    );
+    Ok(())
+}
+
+#[test]
 fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
     let dir = tempfile::tempdir()?;
 

@@ -109,6 +109,39 @@ fn configure(conn: &Connection, config: &Config) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Keeps the WAL file when the last connection closes (`SQLITE_FCNTL_PERSIST_WAL`), as the
+/// shell's `.filectrl persist_wal 1` does. SQLite otherwise deletes it on the last close, and
+/// the next process grows a new one: until its first checkpoint, every commit appends to the
+/// file, and syncing a file whose size changed costs the file system a journal commit on top of
+/// the data. After a checkpoint SQLite rewrites the WAL from its start; keeping the file means
+/// a restarted backend commits into blocks that already exist from its first write on (a
+/// durable raise in `benches/compare.rs`: about 280 µs before, 180 µs after). The file stays as
+/// large as the largest transaction made it (`journal_size_limit` is not set, because with a
+/// limit SQLite truncates a persistent WAL to zero bytes on close).
+#[allow(unsafe_code)]
+fn keep_wal_file(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::ffi;
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: `handle()` is the live connection `conn` borrows, used on this thread only for the
+    // duration of the call. SQLITE_FCNTL_PERSIST_WAL reads and writes one int through the
+    // pointer, which points to `on`, alive for the whole call.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_PERSIST_WAL,
+            std::ptr::addr_of_mut!(on).cast(),
+        )
+    };
+    // SQLITE_NOTFOUND: a VFS without the file control; the WAL is then deleted on close, as
+    // by default, and nothing else changes.
+    if rc == ffi::SQLITE_OK || rc == ffi::SQLITE_NOTFOUND {
+        Ok(())
+    } else {
+        Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None))
+    }
+}
+
 /// `sha3(X [, 256])`, as the stock sqlite3 shell has it (SHA3-256 of a text's UTF-8 bytes or of
 /// a blob, as a blob), so migrations and auditors' queries compute the audit chain alike.
 /// Other sizes than 256 are refused; NULL gives NULL.
@@ -173,12 +206,23 @@ impl Storage {
             }
             other => other,
         })?;
+        // The file is accepted: from here on, connections keep its WAL (this one too, as it
+        // may be the last to close before the pool opens its first).
+        if config.keep_wal_file {
+            keep_wal_file(&conn).map_err(|e| classify(e, &path))?;
+        }
         drop(conn);
 
         let init_config = config.clone();
         let manager = SqliteConnectionManager::file(&file)
             .with_flags(open_flags(false))
-            .with_init(move |c| configure(c, &init_config));
+            .with_init(move |c| {
+                configure(c, &init_config)?;
+                if init_config.keep_wal_file {
+                    keep_wal_file(c)?;
+                }
+                Ok(())
+            });
         // No validation query on checkout: it would cost every read a round trip, and a
         // connection that is unusable fails its statement with a clear error anyway. A
         // connection handed back inside a transaction is discarded (`Manager::has_broken`).
