@@ -11,6 +11,10 @@
 //! 50 is the default `max_live_children` (the check refuses only at 50 live children) and
 //! the default rate bound is 200 per creator per minute.
 //!
+//! A second case, `create/creator_with_10000_ended_children`, measures a create by a creator
+//! that has made and ended 10,000 children before: the cost of counting rule S2's live
+//! children must not grow with the ones that ended.
+//!
 //! `cargo bench --bench create`
 
 mod support;
@@ -87,5 +91,63 @@ fn create(c: &mut Criterion) {
     drop(dir);
 }
 
-criterion_group!(benches, create);
+/// A create by a long-lived creator: `veteran` has made and ended `ENDED` children, and the
+/// measured create is its only live child (the setup ends the previous one through the
+/// building handle). Rule S2 counts the creator's live children on every create; this shows
+/// whether that count grows with the children that already ended.
+fn create_by_a_creator_with_ended_children(c: &mut Criterion) {
+    const ENDED: usize = 10_000;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("ledger.db");
+    let builder = support::builder(&path);
+    builder.create_root("veteran", support::ACTOR).unwrap();
+    builder
+        .grant("veteran", PostureLevel::Trust, support::ACTOR)
+        .unwrap();
+    for i in 0..ENDED {
+        let child = format!("old{i:05}");
+        builder
+            .create_child(&child, "veteran", support::ACTOR)
+            .unwrap();
+        builder.end(&child, support::ACTOR).unwrap();
+    }
+    support::checkpoint(&path);
+    // Default bounds, but the rate window is one millisecond: the veteran made its 10,000
+    // children within the last minute, and a window holding them would measure the rate count
+    // (bounded by the rate limit in real use) instead of the live count.
+    let ledger = Ledger::open_with(
+        &path,
+        Config::default().creation_rate(u32::MAX, std::time::Duration::from_millis(1)),
+    )
+    .expect("open the measured handle");
+    let mut made = 0_usize;
+    c.bench_function("create/creator_with_10000_ended_children", |b| {
+        b.iter_batched(
+            || {
+                if made > 0 {
+                    builder
+                        .end(&format!("new{:06}", made - 1), support::ACTOR)
+                        .unwrap();
+                    support::flush_wal(&path);
+                }
+                made += 1;
+                format!("new{:06}", made - 1)
+            },
+            |child| {
+                let created = ledger
+                    .create_child(&child, "veteran", support::ACTOR)
+                    .unwrap();
+                assert!(created.inherited_trust);
+                black_box(created)
+            },
+            // One input per batch: each setup ends the child the previous iteration made.
+            BatchSize::PerIteration,
+        )
+    });
+    drop(ledger);
+    drop(builder);
+    drop(dir);
+}
+
+criterion_group!(benches, create, create_by_a_creator_with_ended_children);
 criterion_main!(benches);

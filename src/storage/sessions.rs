@@ -129,15 +129,17 @@ pub(crate) fn end_with_spawned(tx: &Transaction<'_>, id: &str, now: &str) -> Res
     Ok(ended.into_iter().map(|(id, _)| id).collect())
 }
 
-/// What the creation bounds count, in one pass over `creator`'s created children: how many are
-/// live, and how many were created at or after `since`. Spawned children are not counted: the
-/// bounds govern the create call.
+/// What the creation bounds count about `creator`'s created children, in one statement: how
+/// many are live (from the partial index `sessions_live_children`, which holds only live ones,
+/// so the count never reads the children that ended), and how many were created at or after
+/// `since` (a range of `sessions_by_creator`). Spawned children are not counted: the bounds
+/// govern the create call.
 pub(crate) fn creation_counts(conn: &Connection, creator: &str, since: &str) -> Result<(u32, u32)> {
     let mut stmt = conn.prepare_cached(
-        "SELECT count(*) FILTER (WHERE ended_at IS NULL),
-                count(*) FILTER (WHERE created_at >= :since)
-           FROM sessions
-          WHERE created_by = :creator AND origin = 'created'",
+        "SELECT (SELECT count(*) FROM sessions
+                  WHERE created_by = :creator AND origin = 'created' AND ended_at IS NULL),
+                (SELECT count(*) FROM sessions
+                  WHERE created_by = :creator AND origin = 'created' AND created_at >= :since)",
     )?;
     Ok(stmt.query_row(
         named_params! { ":creator": creator, ":since": since },
