@@ -1,7 +1,8 @@
 //! Where a read's time goes, for docs/performance.md: the ledger's read statement built up
 //! table by table and run raw on a ledger's own file, the same point SELECT inside an open read
-//! transaction (what SQLite's implicit transaction costs), and a create against a raw insert
-//! with `synchronous=NORMAL` (what a create costs besides its fsync).
+//! transaction (what SQLite's implicit transaction costs), a create against a raw insert
+//! with `synchronous=NORMAL` (what a create costs besides its fsync), and what an open costs
+//! with and without the kept WAL file.
 //!
 //! `cargo bench --bench read_layout` prints one line per measurement, each the median of 7
 //! rounds of 20,000 statements (2,000 transactions for the writes).
@@ -140,4 +141,46 @@ fn main() {
         raw.execute_batch("COMMIT").expect("commit");
     });
     println!("raw one-row INSERT transaction, synchronous=NORMAL: {us:.1} µs");
+
+    opening(dir.path());
+}
+
+/// What keeping the WAL file costs an open: a ledger written by 3,000 creates is closed, then
+/// opened and read once, seven times, with and without `Config::keep_wal_file`. With it, the
+/// first connection of each open reads the kept WAL back (SQLite's recovery).
+fn opening(dir: &std::path::Path) {
+    let build = |name: &str, keep: bool| {
+        let path = dir.join(name);
+        let config = Config::default()
+            .synchronous(Synchronous::Normal)
+            .max_live_children(u32::MAX)
+            .creation_rate(u32::MAX, Duration::from_secs(1))
+            .keep_wal_file(keep);
+        let ledger = Ledger::open_with(&path, config).expect("open");
+        ledger.create_root("r", "bench").expect("root");
+        for i in 0..3_000 {
+            ledger
+                .create_child(&format!("c{i:05}"), "r", "bench")
+                .expect("create");
+        }
+        path
+    };
+    for (name, keep) in [("kept.db", true), ("deleted.db", false)] {
+        let path = build(name, keep);
+        let wal = std::fs::metadata(format!("{}-wal", path.display())).map_or(0, |m| m.len());
+        let times: Vec<f64> = (0..7)
+            .map(|_| {
+                let t = Instant::now();
+                let ledger =
+                    Ledger::open_with(&path, Config::default().keep_wal_file(keep)).expect("open");
+                ledger.state("c00001").expect("read");
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        println!(
+            "open + first read, keep_wal_file={keep} (WAL left by the last close: {} KiB): {:.2} ms",
+            wal / 1024,
+            median(times)
+        );
+    }
 }
