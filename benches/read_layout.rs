@@ -1,8 +1,9 @@
 //! Where a read's time goes, for docs/performance.md: the ledger's read statement built up
 //! table by table and run raw on a ledger's own file, the same point SELECT inside an open read
 //! transaction (what SQLite's implicit transaction costs), a create against a raw insert
-//! with `synchronous=NORMAL` (what a create costs besides its fsync), and what an open costs
-//! with and without the kept WAL file.
+//! with `synchronous=NORMAL` (what a create costs besides its fsync), the WAL frames one create
+//! and one raise write, a first read at depth 64 without its sync, and what an open costs with
+//! and without the kept WAL file.
 //!
 //! `cargo bench --bench read_layout` prints one line per measurement, each the median of 7
 //! rounds of 20,000 statements (2,000 transactions for the writes).
@@ -142,7 +143,95 @@ fn main() {
     });
     println!("raw one-row INSERT transaction, synchronous=NORMAL: {us:.1} µs");
 
+    pages_and_depth(dir.path());
     opening(dir.path());
+}
+
+/// How many WAL frames (pages) one create and one raise commit, counted by checkpointing before
+/// and after ten of each; and a first read at depth 64 with `synchronous=NORMAL`, so without
+/// its sync: what that read costs the CPU.
+fn pages_and_depth(dir: &std::path::Path) {
+    let path = dir.join("pages.db");
+    let config = Config::default()
+        .synchronous(Synchronous::Normal)
+        .max_live_children(u32::MAX)
+        .creation_rate(u32::MAX, Duration::from_secs(1));
+    let ledger = Ledger::open_with(&path, config).expect("ledger");
+    for c in 0..100 {
+        let creator = format!("creator{c:03}");
+        ledger.create_root(&creator, "bench").expect("creator");
+        ledger
+            .grant(&creator, PostureLevel::Trust, "bench")
+            .expect("grant");
+    }
+    for i in 0..2_000 {
+        ledger
+            .create_child(
+                &format!("w{i:05}"),
+                &format!("creator{:03}", i % 100),
+                "bench",
+            )
+            .expect("create");
+    }
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    // Frames in the WAL since the last reset; TRUNCATE then resets it.
+    let frames = || -> i64 {
+        let logged: i64 = raw
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))
+            .expect("checkpoint");
+        raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .expect("truncate");
+        logged
+    };
+    frames();
+    for i in 0..10 {
+        ledger
+            .create_child(
+                &format!("x{i:05}"),
+                &format!("creator{:03}", i % 100),
+                "bench",
+            )
+            .expect("create");
+    }
+    println!("WAL frames per create: {:.1}", frames() as f64 / 10.0);
+    let secret = session_ledger::Raise {
+        taint: Some(session_ledger::Taint::Secret),
+        untrusted: false,
+    };
+    for i in 0..10 {
+        ledger
+            .raise(&format!("creator{i:03}"), secret, "bench")
+            .expect("raise");
+    }
+    println!("WAL frames per raise: {:.1}", frames() as f64 / 10.0);
+
+    ledger.create_root("deep", "bench").expect("root");
+    let chains = 70;
+    for chain in 0..chains {
+        let mut parent = "deep".to_owned();
+        for depth in 1..=64 {
+            let id = format!("d{chain}-{depth}");
+            ledger.create_child(&id, &parent, "bench").expect("chain");
+            parent = id;
+        }
+    }
+    let mut next = 0;
+    let us = median(
+        (0..7)
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..10 {
+                    let state = ledger.state(&format!("d{next}-64")).expect("first read");
+                    assert!(state.known);
+                    next += 1;
+                }
+                t.elapsed().as_secs_f64() * 1e6 / 10.0
+            })
+            .collect(),
+    );
+    println!("first read at depth 64, synchronous=NORMAL: {us:.0} µs");
 }
 
 /// What keeping the WAL file costs an open: a ledger written by 3,000 creates is closed, then
