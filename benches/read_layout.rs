@@ -30,16 +30,32 @@ fn rounds(n: usize, mut f: impl FnMut(usize)) -> f64 {
     median(v)
 }
 
+/// `synchronous=NORMAL` and no creation bounds: the measurements here leave the sync out.
+fn unbounded_normal() -> Config {
+    Config::default()
+        .synchronous(Synchronous::Normal)
+        .max_live_children(u32::MAX)
+        .creation_rate(u32::MAX, Duration::from_secs(1))
+}
+
+/// Roots `creator000` to `creator099`, each granted `trust`.
+fn trusted_creators(ledger: &Ledger) {
+    for c in 0..100 {
+        let creator = format!("creator{c:03}");
+        ledger.create_root(&creator, "bench").expect("creator");
+        ledger
+            .grant(&creator, PostureLevel::Trust, "bench")
+            .expect("grant");
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("ledger.db");
-    let config = Config::default()
-        .synchronous(Synchronous::Normal)
-        .max_live_children(u32::MAX)
-        .creation_rate(u32::MAX, Duration::from_secs(1));
+    let config = unbounded_normal();
     let ledger = Ledger::open_with(&path, config.clone()).expect("ledger");
     ledger.create_root("c", "bench").expect("root");
     ledger
@@ -99,13 +115,7 @@ fn main() {
     println!("Ledger::state: {us:.2} µs");
 
     // Writes without fsync: what a create costs besides its commit's sync.
-    for c in 0..100 {
-        let creator = format!("creator{c:03}");
-        ledger.create_root(&creator, "bench").expect("creator");
-        ledger
-            .grant(&creator, PostureLevel::Trust, "bench")
-            .expect("grant");
-    }
+    trusted_creators(&ledger);
     let us = rounds(2_000, |i| {
         ledger
             .create_child(
@@ -152,18 +162,9 @@ fn main() {
 /// its sync: what that read costs the CPU.
 fn pages_and_depth(dir: &std::path::Path) {
     let path = dir.join("pages.db");
-    let config = Config::default()
-        .synchronous(Synchronous::Normal)
-        .max_live_children(u32::MAX)
-        .creation_rate(u32::MAX, Duration::from_secs(1));
+    let config = unbounded_normal();
     let ledger = Ledger::open_with(&path, config).expect("ledger");
-    for c in 0..100 {
-        let creator = format!("creator{c:03}");
-        ledger.create_root(&creator, "bench").expect("creator");
-        ledger
-            .grant(&creator, PostureLevel::Trust, "bench")
-            .expect("grant");
-    }
+    trusted_creators(&ledger);
     for i in 0..2_000 {
         ledger
             .create_child(
@@ -240,11 +241,7 @@ fn pages_and_depth(dir: &std::path::Path) {
 fn opening(dir: &std::path::Path) {
     let build = |name: &str, keep: bool| {
         let path = dir.join(name);
-        let config = Config::default()
-            .synchronous(Synchronous::Normal)
-            .max_live_children(u32::MAX)
-            .creation_rate(u32::MAX, Duration::from_secs(1))
-            .keep_wal_file(keep);
+        let config = unbounded_normal().keep_wal_file(keep);
         let ledger = Ledger::open_with(&path, config).expect("open");
         ledger.create_root("r", "bench").expect("root");
         for i in 0..3_000 {
