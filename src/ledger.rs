@@ -396,7 +396,7 @@ impl Ledger {
                 } else {
                     json!({ "ended_with": id })
                 };
-                (e.as_str(), detail)
+                (e.as_str(), detail.to_string())
             });
             storage::audit::append_all(tx, now, actor, "session.end", rows)?;
             Ok(Session {
@@ -604,7 +604,7 @@ pub(crate) fn materialize(
             "taint": w.label.taint,
             "untrusted": w.label.untrusted,
         });
-        (w.session.as_str(), detail)
+        (w.session.as_str(), detail.to_string())
     });
     storage::audit::append_all(tx, now, LEDGER_ACTOR, "label.inherit", rows)?;
     storage::labels::get(tx, id)?

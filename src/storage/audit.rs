@@ -49,25 +49,18 @@ pub(crate) fn append(
 }
 
 /// Appends one row per `(session, detail)`, all of one kind, reading the head once: the path
-/// of a large cascade, where the chain costs one hash per row and nothing more.
+/// of a large cascade, where the chain costs one hash per row and nothing more. Each detail is
+/// the JSON object's text, as it is stored and hashed.
 pub(crate) fn append_all<'a>(
     tx: &Transaction<'_>,
     now: &str,
     actor: &str,
     kind: &str,
-    rows: impl IntoIterator<Item = (&'a str, serde_json::Value)>,
+    rows: impl IntoIterator<Item = (&'a str, String)>,
 ) -> Result<()> {
     let mut head = head(tx)?;
     for (session, detail) in rows {
-        push(
-            tx,
-            &mut head,
-            now,
-            actor,
-            kind,
-            Some(session),
-            &detail.to_string(),
-        )?;
+        push(tx, &mut head, now, actor, kind, Some(session), &detail)?;
     }
     Ok(())
 }
@@ -88,20 +81,12 @@ fn push(
     // costs: the same rows with a constant hash. Never set in a build anyone runs.
     #[cfg(session_ledger_unchained)]
     let hash = GENESIS_HASH.to_owned();
+    // Positional parameters: binding by name looks each name up among the eight, per row.
     let mut stmt = tx.prepare_cached(
         "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
-         VALUES (:seq, :at, :actor, :kind, :session, :detail, :prev_hash, :hash)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    stmt.execute(named_params! {
-        ":seq": seq,
-        ":at": now,
-        ":actor": actor,
-        ":kind": kind,
-        ":session": session,
-        ":detail": detail,
-        ":prev_hash": head.hash,
-        ":hash": hash,
-    })?;
+    stmt.execute((seq, now, actor, kind, session, detail, &head.hash, &hash))?;
     *head = AuditHead { seq, hash };
     Ok(seq)
 }
