@@ -44,21 +44,7 @@ fn assert_fails_with_one_line(r: &Run, what: &str) {
         r.stdout,
         r.stderr
     );
-    assert!(
-        !r.stderr.contains("panicked"),
-        "{what}: panicked: {}",
-        r.stderr
-    );
-    assert_eq!(
-        r.stderr.lines().count(),
-        1,
-        "{what}: stderr is not one line: {:?}",
-        r.stderr
-    );
-    assert!(
-        !r.stderr.trim().is_empty(),
-        "{what}: the error line is empty"
-    );
+    assert_one_error_line(r, what);
 }
 
 /// A refusal: as [`assert_fails_with_one_line`], and nothing on stdout.

@@ -82,6 +82,16 @@ pub fn assert_clean_failure(r: &Run, what: &str) {
         "{what}: no exit code ({})",
         r.status
     );
+    assert_one_error_line(r, what);
+    assert!(
+        r.stdout.is_empty(),
+        "{what}: printed on stdout: {:?}",
+        r.stdout
+    );
+}
+
+/// The error output of a failed run: one non-empty line, and no panic.
+pub fn assert_one_error_line(r: &Run, what: &str) {
     assert!(
         !r.stderr.contains("panicked"),
         "{what}: panicked: {}",
@@ -96,11 +106,6 @@ pub fn assert_clean_failure(r: &Run, what: &str) {
     assert!(
         !r.stderr.trim().is_empty(),
         "{what}: the error line is empty"
-    );
-    assert!(
-        r.stdout.is_empty(),
-        "{what}: printed on stdout: {:?}",
-        r.stdout
     );
 }
 
