@@ -667,23 +667,31 @@ mod parent {
         format!("sql: {e}")
     }
 
+    /// Every row of `query`, each read by `row`.
+    fn all_rows<T>(
+        conn: &rusqlite::Connection,
+        query: &str,
+        row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, String> {
+        let mut stmt = conn.prepare(query).map_err(sql)?;
+        let rows = stmt.query_map([], row).map_err(sql)?;
+        rows.collect::<rusqlite::Result<Vec<T>>>().map_err(sql)
+    }
+
     fn read_tables(conn: &rusqlite::Connection) -> Result<Tables, String> {
-        let mut stmt = conn
-            .prepare("SELECT seq, kind, session_id, detail FROM audit ORDER BY seq")
-            .map_err(sql)?;
-        let rows = stmt
-            .query_map([], |r| {
+        let mut audit = Vec::new();
+        for (seq, kind, session, detail) in all_rows(
+            conn,
+            "SELECT seq, kind, session_id, detail FROM audit ORDER BY seq",
+            |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, Option<String>>(2)?,
                     r.get::<_, String>(3)?,
                 ))
-            })
-            .map_err(sql)?;
-        let mut audit = Vec::new();
-        for row in rows {
-            let (seq, kind, session, detail) = row.map_err(sql)?;
+            },
+        )? {
             if seq != audit.len() as i64 + 1 {
                 return Err(format!("audit seq {seq} out of order"));
             }
@@ -695,12 +703,10 @@ mod parent {
                 detail,
             });
         }
-        let mut sessions = HashMap::new();
-        let mut stmt = conn
-            .prepare("SELECT id, created_by, origin, ended_at IS NOT NULL FROM sessions")
-            .map_err(sql)?;
-        let rows = stmt
-            .query_map([], |r| {
+        let sessions: HashMap<String, SessionRow> = all_rows(
+            conn,
+            "SELECT id, created_by, origin, ended_at IS NOT NULL FROM sessions",
+            |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     SessionRow {
@@ -709,56 +715,43 @@ mod parent {
                         ended: r.get(3)?,
                     },
                 ))
-            })
-            .map_err(sql)?;
-        for row in rows {
-            let (id, s) = row.map_err(sql)?;
-            sessions.insert(id, s);
-        }
+            },
+        )?
+        .into_iter()
+        .collect();
         let mut labels = HashMap::new();
-        let mut stmt = conn
-            .prepare("SELECT session_id, taint, untrusted FROM labels")
-            .map_err(sql)?;
-        let rows = stmt
-            .query_map([], |r| {
+        for (id, taint, untrusted) in all_rows(
+            conn,
+            "SELECT session_id, taint, untrusted FROM labels",
+            |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, bool>(2)?,
                 ))
-            })
-            .map_err(sql)?;
-        for row in rows {
-            let (id, taint, untrusted) = row.map_err(sql)?;
+            },
+        )? {
             labels.insert(id, (rank(&taint)?, untrusted));
         }
-        let mut postures = HashMap::new();
-        let mut stmt = conn
-            .prepare("SELECT session_id, posture, epoch FROM postures")
-            .map_err(sql)?;
-        let rows = stmt
-            .query_map([], |r| {
+        let postures: HashMap<String, (String, i64)> = all_rows(
+            conn,
+            "SELECT session_id, posture, epoch FROM postures",
+            |r| {
                 Ok((
                     r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
+                    (r.get::<_, String>(1)?, r.get::<_, i64>(2)?),
                 ))
-            })
-            .map_err(sql)?;
-        for row in rows {
-            let (id, level, epoch) = row.map_err(sql)?;
-            postures.insert(id, (level, epoch));
-        }
-        let mut patterns = HashSet::new();
-        let mut stmt = conn
-            .prepare("SELECT session_id, pattern FROM command_patterns")
-            .map_err(sql)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .map_err(sql)?;
-        for row in rows {
-            patterns.insert(row.map_err(sql)?);
-        }
+            },
+        )?
+        .into_iter()
+        .collect();
+        let patterns: HashSet<(String, String)> = all_rows(
+            conn,
+            "SELECT session_id, pattern FROM command_patterns",
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+        )?
+        .into_iter()
+        .collect();
         let epoch = conn
             .query_row("SELECT max(epoch) FROM epochs", [], |r| r.get(0))
             .map_err(sql)?;
