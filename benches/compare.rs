@@ -88,6 +88,26 @@ fn median(v: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
+impl Pair {
+    /// Times both sides with [`interleave`] and names the result.
+    fn measure(
+        name: &'static str,
+        baseline_name: &'static str,
+        rounds: usize,
+        batch: usize,
+        ledger: impl FnMut(usize),
+        baseline: impl FnMut(usize),
+    ) -> Pair {
+        let (ledger, baseline) = interleave(rounds, batch, ledger, baseline);
+        Pair {
+            name,
+            ledger,
+            baseline,
+            baseline_name,
+        }
+    }
+}
+
 /// Times `batch` calls of each side per round, alternating which side goes first.
 fn interleave(
     rounds: usize,
@@ -262,7 +282,9 @@ fn reads(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
     let n = ids.len();
     let pick = |i: usize| &ids[(i * 7919) % n];
 
-    let (l, b) = interleave(
+    let read_vs_raw = Pair::measure(
+        "read_vs_raw",
+        "raw point SELECT",
         sizes.rounds,
         sizes.batch,
         |i| {
@@ -272,13 +294,9 @@ fn reads(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
             raw_read(&raw, pick(i));
         },
     );
-    let read_vs_raw = Pair {
-        name: "read_vs_raw",
-        ledger: l,
-        baseline: b,
-        baseline_name: "raw point SELECT",
-    };
-    let (l, b) = interleave(
+    let decide_vs_raw = Pair::measure(
+        "decide_vs_raw",
+        "raw point SELECT",
         sizes.rounds,
         sizes.batch,
         |i| {
@@ -291,13 +309,9 @@ fn reads(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
             raw_read(&raw, pick(i));
         },
     );
-    let decide_vs_raw = Pair {
-        name: "decide_vs_raw",
-        ledger: l,
-        baseline: b,
-        baseline_name: "raw point SELECT",
-    };
-    let (l, b) = interleave(
+    let read_vs_json = Pair::measure(
+        "read_vs_json",
+        "JSON file read+parse",
         sizes.rounds,
         sizes.batch,
         |i| {
@@ -307,12 +321,6 @@ fn reads(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
             json.read(pick(i));
         },
     );
-    let read_vs_json = Pair {
-        name: "read_vs_json",
-        ledger: l,
-        baseline: b,
-        baseline_name: "JSON file read+parse",
-    };
     // Not one of the issue's comparisons: the same read as one raw prepared statement on the
     // ledger's own tables (the join the ledger runs), to separate the library's overhead from
     // the cost of the layout.
@@ -325,7 +333,9 @@ fn reads(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
                   FROM labels AS l JOIN sessions AS s ON s.id = l.session_id
                   LEFT JOIN postures AS p ON p.session_id = l.session_id
                  WHERE l.session_id = ?1";
-    let (l, b) = interleave(
+    let read_vs_join = Pair::measure(
+        "read_vs_raw_same_query",
+        "raw prepared join on the ledger's tables",
         sizes.rounds,
         sizes.batch,
         |i| {
@@ -339,12 +349,6 @@ fn reads(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
             std::hint::black_box(row);
         },
     );
-    let read_vs_join = Pair {
-        name: "read_vs_raw_same_query",
-        ledger: l,
-        baseline: b,
-        baseline_name: "raw prepared join on the ledger's tables",
-    };
     vec![read_vs_raw, decide_vs_raw, read_vs_json, read_vs_join]
 }
 
@@ -392,7 +396,9 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
         untrusted: false,
     };
 
-    let (l, b) = interleave(
+    let raise_vs_json = Pair::measure(
+        "raise_vs_json",
+        "JSON atomic rewrite",
         sizes.durable_rounds,
         sizes.durable_batch,
         |i| {
@@ -401,12 +407,6 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
         },
         |i| json.raise(&raise_ids[i]),
     );
-    let raise_vs_json = Pair {
-        name: "raise_vs_json",
-        ledger: l,
-        baseline: b,
-        baseline_name: "JSON atomic rewrite",
-    };
 
     // The raw side gets the same history as the ledger's file: rows written by an earlier
     // connection that closed (keeping its WAL, as the ledger's connections do), so both sides
@@ -432,7 +432,9 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
         }
     }
     let raw = raw_connection(&raw_path);
-    let (l, b) = interleave(
+    let create_vs_raw = Pair::measure(
+        "create_vs_raw",
+        "raw INSERT transaction",
         sizes.durable_rounds,
         sizes.durable_batch,
         |i| {
@@ -460,16 +462,12 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
             raw.execute_batch("COMMIT").expect("commit");
         },
     );
-    let create_vs_raw = Pair {
-        name: "create_vs_raw",
-        ledger: l,
-        baseline: b,
-        baseline_name: "raw INSERT transaction",
-    };
 
     // First read at depth 64 against one durable raise, alternating.
     let chains = sizes.inherit_chains;
-    let (l, b) = interleave(
+    let inherit = Pair::measure(
+        "inherit64_vs_raise",
+        "one durable raise",
         chains.min(sizes.durable_rounds.max(5)),
         chains / chains.min(sizes.durable_rounds.max(5)),
         |i| {
@@ -483,12 +481,6 @@ fn writes(sizes: &Sizes, dir: &Path) -> Vec<Pair> {
             assert!(r.changed);
         },
     );
-    let inherit = Pair {
-        name: "inherit64_vs_raise",
-        ledger: l,
-        baseline: b,
-        baseline_name: "one durable raise",
-    };
     vec![raise_vs_json, create_vs_raw, inherit]
 }
 
