@@ -346,9 +346,14 @@ impl Ledger {
             untrusted: raise.untrusted,
         };
         self.write(|tx, now| {
-            let stored =
-                materialize(tx, id, now)?.ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
-            let before = stored.label();
+            // The stored label alone when there is one: a raise needs nothing else of the
+            // session's state. Otherwise the session inherits first (rule L5).
+            let before = match storage::labels::label(tx, id)? {
+                Some(label) => label,
+                None => materialize(tx, id, now)?
+                    .ok_or_else(|| Error::UnknownSession(id.to_owned()))?
+                    .label(),
+            };
             let after = before.join(requested);
             let changed = after != before;
             if changed {

@@ -71,6 +71,24 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
     }))
 }
 
+/// The stored label of `id` and nothing else; `None` when it is not materialized.
+pub(crate) fn label(conn: &Connection, id: &str) -> Result<Option<Label>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT taint, untrusted FROM labels WHERE session_id = ?1")?;
+    let row = stmt
+        .query_row([id], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
+        })
+        .optional()?;
+    row.map(|(taint, untrusted)| {
+        Ok(Label {
+            taint: parse_taint(id, &taint)?,
+            untrusted,
+        })
+    })
+    .transpose()
+}
+
 fn parse_taint(id: &str, taint: &str) -> Result<Taint> {
     taint
         .parse()
