@@ -1,9 +1,9 @@
 //! Where a read's time goes, for docs/performance.md: the ledger's read statement built up
 //! table by table and run raw on a ledger's own file, the same point SELECT inside an open read
-//! transaction (what SQLite's implicit transaction costs), a create against a raw insert
-//! with `synchronous=NORMAL` (what a create costs besides its fsync), the WAL frames one create
-//! and one raise write, a first read at depth 64 without its sync, and what an open costs with
-//! and without the kept WAL file.
+//! transaction (what SQLite's implicit transaction costs), a create against a raw insert and a
+//! raise, with `synchronous=NORMAL` (what each costs besides its fsync), the WAL frames one
+//! create and one raise write, a first read at depth 64 without its sync, and what an open
+//! costs with and without the kept WAL file.
 //!
 //! `cargo bench --bench read_layout` prints one line per measurement, each the median of 7
 //! rounds of 20,000 statements (2,000 transactions for the writes).
@@ -126,6 +126,23 @@ fn main() {
             .expect("create");
     });
     println!("Ledger::create_child, synchronous=NORMAL: {us:.1} µs");
+    // A raise of a materialized session, once per session: what a raise costs besides its sync.
+    for i in 0..7 * 2_000 {
+        ledger
+            .create_root(&format!("r{i:06}"), "bench")
+            .expect("root");
+    }
+    let secret = session_ledger::Raise {
+        taint: Some(session_ledger::Taint::Secret),
+        untrusted: false,
+    };
+    let us = rounds(2_000, |i| {
+        let raised = ledger
+            .raise(&format!("r{i:06}"), secret, "bench")
+            .expect("raise");
+        assert!(raised.changed);
+    });
+    println!("Ledger::raise, synchronous=NORMAL: {us:.1} µs");
     let raw = rusqlite::Connection::open(dir.path().join("raw.db")).expect("raw");
     raw.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
         .expect("wal");
