@@ -104,25 +104,50 @@ fn ceil_ms(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
     }
 }
 
+/// [`list`]'s statement, with `$narrow` first in its `WHERE` clause. The optional filters that
+/// follow are each `:x IS NULL OR ...`, which SQLite cannot answer from an index, so without a
+/// narrowing predicate the statement reads the trail backwards from its newest row. `$narrow`
+/// repeats the session or subtree filter in a form `audit_by_session` answers.
+macro_rules! list_sql {
+    ($narrow:literal) => {
+        concat!(
+            "WITH RECURSIVE subtree (id) AS (
+                 SELECT id FROM sessions WHERE id = :subtree
+                 UNION ALL
+                 SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
+             )
+             SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash FROM (
+                 SELECT * FROM audit
+                  WHERE ",
+            $narrow,
+            " (:session IS NULL OR session_id = :session)
+                    AND (:kind IS NULL OR kind = :kind)
+                    AND (:subtree IS NULL OR session_id IN (SELECT id FROM subtree))
+                    AND (:since IS NULL OR at >= :since)
+                    AND (:until IS NULL OR at < :until)
+                  ORDER BY seq DESC
+                  LIMIT :limit
+             ) ORDER BY seq"
+        )
+    };
+}
+
+/// The statement for `query`: one that reads `audit_by_session` when the query names a session
+/// or a subtree (a session's history, and the grant row behind a posture, cost what the session
+/// has, not what the trail has), and the whole trail otherwise.
+fn list_sql(query: &AuditQuery) -> &'static str {
+    if query.session.is_some() {
+        list_sql!("session_id = :session AND")
+    } else if query.subtree.is_some() {
+        list_sql!("session_id IN (SELECT id FROM subtree) AND")
+    } else {
+        list_sql!("")
+    }
+}
+
 /// The rows matching `query`, oldest first.
 pub(crate) fn list(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
-    let mut stmt = conn.prepare_cached(
-        "WITH RECURSIVE subtree (id) AS (
-             SELECT id FROM sessions WHERE id = :subtree
-             UNION ALL
-             SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-         )
-         SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash FROM (
-             SELECT * FROM audit
-              WHERE (:session IS NULL OR session_id = :session)
-                AND (:kind IS NULL OR kind = :kind)
-                AND (:subtree IS NULL OR session_id IN (SELECT id FROM subtree))
-                AND (:since IS NULL OR at >= :since)
-                AND (:until IS NULL OR at < :until)
-              ORDER BY seq DESC
-              LIMIT :limit
-         ) ORDER BY seq",
-    )?;
+    let mut stmt = conn.prepare_cached(list_sql(query))?;
     let limit = query.limit.map_or(-1, i64::from);
     let rows = stmt.query_map(
         named_params! {
@@ -251,4 +276,45 @@ pub(crate) fn grant_row(conn: &Connection, session: &str, at: &str) -> Result<Op
         &AuditQuery::all().session(session).kind("posture.grant"),
     )?;
     Ok(rows.into_iter().rev().find(|r| format_ts(r.at) == at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::storage::Storage;
+
+    /// SQLite's plan for `sql`, one line per step. The parameters stay unbound: a plan does not
+    /// depend on their values.
+    fn plan(conn: &Connection, sql: &str) -> Result<String> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+        let mut rows = stmt.raw_query();
+        let mut steps = Vec::new();
+        while let Some(row) = rows.next()? {
+            steps.push(row.get::<_, String>(3)?);
+        }
+        Ok(steps.join("\n"))
+    }
+
+    #[test]
+    fn a_sessions_history_and_a_subtrees_are_read_through_the_session_index() -> Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let storage = Storage::open(&dir.path().join("ledger.db"), &Config::default())?;
+        storage.read(|conn| {
+            for query in [
+                AuditQuery::all().session("worker"),
+                AuditQuery::all().session("worker").kind("posture.grant"),
+                AuditQuery::all().subtree("conductor"),
+            ] {
+                let plan = plan(conn, list_sql(&query))?;
+                assert!(
+                    plan.contains("INDEX audit_by_session"),
+                    "{query:?} reads:\n{plan}"
+                );
+            }
+            let plan = plan(conn, list_sql(&AuditQuery::all().kind("posture.grant")))?;
+            assert!(plan.contains("SCAN audit"), "{plan}");
+            Ok(())
+        })
+    }
 }
