@@ -258,6 +258,15 @@ fn settle() {
     assert!(status.success(), "sync failed");
 }
 
+/// Runs the prepared `sql` for one id and reads its row's first two columns.
+fn raw_row(conn: &Connection, sql: &str, id: &str) {
+    let mut stmt = conn.prepare_cached(sql).expect("prepare");
+    let row: (rusqlite::types::Value, rusqlite::types::Value) = stmt
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("raw row");
+    std::hint::black_box(row);
+}
+
 fn raw_read(conn: &Connection, id: &str) -> (String, bool) {
     let mut stmt = conn
         .prepare_cached("SELECT taint, untrusted FROM labels WHERE session_id = ?1")
@@ -390,13 +399,7 @@ fn reads(sizes: &Sizes, dir: &Path, ceilings: &mut Vec<Ceiling>) -> Vec<Pair> {
                   FROM labels AS l JOIN sessions AS s ON s.id = l.session_id
                   LEFT JOIN postures AS p ON p.session_id = l.session_id
                  WHERE l.session_id = ?1";
-    let raw_join = |i: usize| {
-        let mut stmt = same.prepare_cached(join).expect("prepare");
-        let row: (String, bool) = stmt
-            .query_row([pick(i)], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("raw join");
-        std::hint::black_box(row);
-    };
+    let raw_join = |i: usize| raw_row(&same, join, pick(i));
     let read_vs_join = Pair::measure(
         "read_vs_raw_same_query",
         "raw prepared join on the ledger's tables",
@@ -416,13 +419,7 @@ fn reads(sizes: &Sizes, dir: &Path, ceilings: &mut Vec<Ceiling>) -> Vec<Pair> {
                 p.allocated_at, p.chain, p.epoch, p.epoch = (SELECT max(epoch) FROM epochs)
            FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
           WHERE s.id = ?1";
-    let raw_decide = |i: usize| {
-        let mut stmt = same.prepare_cached(decide_statement).expect("prepare");
-        let row: (bool, String) = stmt
-            .query_row([pick(i)], |r| Ok((r.get(0)?, r.get(3)?)))
-            .expect("raw decide");
-        std::hint::black_box(row);
-    };
+    let raw_decide = |i: usize| raw_row(&same, decide_statement, pick(i));
     let join_floor = "the ledger's read statement, raw";
     ceilings.push(Ceiling {
         times: Pair::measure(
