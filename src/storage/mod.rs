@@ -95,7 +95,7 @@ fn configure(conn: &Connection, config: &Config) -> rusqlite::Result<()> {
     // the WAL in the middle of the transaction.
     conn.pragma_update(None, "cache_size", -16_384)?;
     // Checkpoint every 4,000 WAL pages (16 MiB) rather than every 1,000: the pages every write
-    // touches (the audit tail, its indexes) are copied to the database once per checkpoint
+    // touches (the audit tail, its index) are copied to the database once per checkpoint
     // instead of once per 1,000 pages written.
     conn.pragma_update(None, "wal_autocheckpoint", 4_000)?;
     // Statement journals and temporary b-trees in memory, not in temporary files. A statement
