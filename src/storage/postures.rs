@@ -195,18 +195,27 @@ fn into_removed(raw: (String, String, String, String, i64, bool)) -> Result<Remo
     })
 }
 
-/// What every revocation's DELETE returns about each row it removed.
-const REMOVED: &str = "RETURNING session_id, posture, source, granted_on,
+/// A revocation's `DELETE`, followed by what it returns about each row it removed: a macro, so
+/// that each statement is a `concat!` literal rather than a string formatted on every call.
+macro_rules! revoking {
+    ($delete:literal) => {
+        concat!(
+            $delete,
+            " RETURNING session_id, posture, source, granted_on,
                (SELECT depth FROM sessions WHERE sessions.id = postures.session_id),
-               epoch = (SELECT max(epoch) FROM epochs)";
+               epoch = (SELECT max(epoch) FROM epochs)"
+        )
+    };
+}
 
-/// Runs a revocation's DELETE and returns what it removed, by depth then id.
+/// Runs a revocation's statement (built by [`revoking!`]) and returns what it removed, by
+/// depth then id.
 fn revoke_where(
     tx: &Transaction<'_>,
-    delete: &str,
+    statement: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<Removed>> {
-    let mut stmt = tx.prepare_cached(&format!("{delete} {REMOVED}"))?;
+    let mut stmt = tx.prepare_cached(statement)?;
     let rows = stmt.query_map(params, removed)?;
     let mut rows = rows
         .map(|r| r.map_err(Error::from).and_then(into_removed))
@@ -221,7 +230,7 @@ fn revoke_where(
 pub(crate) fn revoke_one(tx: &Transaction<'_>, id: &str) -> Result<Vec<Removed>> {
     revoke_where(
         tx,
-        "DELETE FROM postures WHERE session_id = :id",
+        revoking!("DELETE FROM postures WHERE session_id = :id"),
         named_params! { ":id": id },
     )
 }
@@ -231,19 +240,21 @@ pub(crate) fn revoke_one(tx: &Transaction<'_>, id: &str) -> Result<Vec<Removed>>
 pub(crate) fn revoke_subtree(tx: &Transaction<'_>, root: &str) -> Result<Vec<Removed>> {
     revoke_where(
         tx,
-        "WITH RECURSIVE subtree (id) AS (
-             SELECT id FROM sessions WHERE id = :root
-             UNION ALL
-             SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-         )
-         DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)",
+        revoking!(
+            "WITH RECURSIVE subtree (id) AS (
+                 SELECT id FROM sessions WHERE id = :root
+                 UNION ALL
+                 SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
+             )
+             DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)"
+        ),
         named_params! { ":root": root },
     )
 }
 
 /// Rule R4: removes every posture.
 pub(crate) fn revoke_all(tx: &Transaction<'_>) -> Result<Vec<Removed>> {
-    revoke_where(tx, "DELETE FROM postures", [])
+    revoke_where(tx, revoking!("DELETE FROM postures"), [])
 }
 
 /// Every session in the subtree of `root` with its lineage and posture, ordered by id: the
