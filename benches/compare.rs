@@ -30,6 +30,8 @@
 //! `COMPARE_QUICK=1 cargo bench --bench compare` runs reduced sizes (under a minute here);
 //! `cargo bench --bench compare` runs the full sizes (100,000-session cascades: minutes).
 
+mod support;
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -476,13 +478,7 @@ fn writes(sizes: &Sizes, dir: &Path, ceilings: &mut Vec<Ceiling>) -> Vec<Pair> {
                 .create_root(&format!("r{i:06}"), "bench")
                 .expect("root");
         }
-        for c in 0..100 {
-            let creator = format!("creator{c:03}");
-            setup.create_root(&creator, "bench").expect("creator");
-            setup
-                .grant(&creator, PostureLevel::Trust, "bench")
-                .expect("grant");
-        }
+        support::trusted_creators(&setup);
         // Materialized sessions (roots) for the raises the depth-64 reads are set against
         // (`q`), and for those their floor is set against (`u`).
         for i in 0..sizes.inherit_chains {
@@ -674,40 +670,17 @@ fn writes(sizes: &Sizes, dir: &Path, ceilings: &mut Vec<Ceiling>) -> Vec<Pair> {
     vec![raise_vs_json, create_vs_raw, inherit]
 }
 
-/// A ledger whose trusted root has passed trust to `n - 1` descendants (fan-out 10).
+/// A ledger whose trusted root has passed trust to `n - 1` descendants (fan-out 10, built
+/// breadth-first), checkpointed so that a copy of the main file is the whole ledger.
 fn cascade_template(path: &Path, n: usize) {
-    let ledger = Ledger::open_with(
-        path,
-        ledger_config()
-            .synchronous(Synchronous::Normal)
-            .max_depth(u32::MAX),
-    )
-    .expect("template");
-    ledger.create_root("root", "bench").expect("root");
+    let ledger = support::builder(path);
+    ledger.create_root("root", support::ACTOR).expect("root");
     ledger
-        .grant("root", PostureLevel::Trust, "bench")
+        .grant("root", PostureLevel::Trust, support::ACTOR)
         .expect("grant");
-    let mut made = 1;
-    let mut parents = vec!["root".to_owned()];
-    'fill: loop {
-        let mut next = Vec::new();
-        for parent in &parents {
-            for k in 0..10 {
-                if made == n {
-                    break 'fill;
-                }
-                let id = format!("{parent}.{k}");
-                ledger.create_child(&id, parent, "bench").expect("create");
-                next.push(id);
-                made += 1;
-            }
-        }
-        parents = next;
-    }
+    support::grow_tree(&ledger, "root", n - 1, 10);
     drop(ledger);
-    raw_connection(path)
-        .pragma_update(None, "wal_checkpoint", "TRUNCATE")
-        .expect("checkpoint");
+    support::checkpoint(path);
 }
 
 /// The audit trail of a ledger file, extended from outside the library as the library extends

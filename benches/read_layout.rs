@@ -8,6 +8,8 @@
 //! `cargo bench --bench read_layout` prints one line per measurement, each the median of 7
 //! rounds of 20,000 statements (2,000 transactions for the writes).
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use session_ledger::{Config, Ledger, PostureLevel, Synchronous};
@@ -36,17 +38,6 @@ fn unbounded_normal() -> Config {
         .synchronous(Synchronous::Normal)
         .max_live_children(u32::MAX)
         .creation_rate(u32::MAX, Duration::from_secs(1))
-}
-
-/// Roots `creator000` to `creator099`, each granted `trust`.
-fn trusted_creators(ledger: &Ledger) {
-    for c in 0..100 {
-        let creator = format!("creator{c:03}");
-        ledger.create_root(&creator, "bench").expect("creator");
-        ledger
-            .grant(&creator, PostureLevel::Trust, "bench")
-            .expect("grant");
-    }
 }
 
 fn main() {
@@ -115,7 +106,7 @@ fn main() {
     println!("Ledger::state: {us:.2} µs");
 
     // Writes without fsync: what a create costs besides its commit's sync.
-    trusted_creators(&ledger);
+    support::trusted_creators(&ledger);
     let us = rounds(2_000, |i| {
         ledger
             .create_child(
@@ -181,7 +172,7 @@ fn pages_and_depth(dir: &std::path::Path) {
     let path = dir.join("pages.db");
     let config = unbounded_normal();
     let ledger = Ledger::open_with(&path, config).expect("ledger");
-    trusted_creators(&ledger);
+    support::trusted_creators(&ledger);
     for i in 0..2_000 {
         ledger
             .create_child(

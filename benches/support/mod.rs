@@ -66,6 +66,17 @@ pub fn grow_tree(ledger: &Ledger, root: &str, n: usize, fanout: usize) -> Vec<St
     made
 }
 
+/// Roots `creator000` to `creator099`, each granted `trust`: creators whose children inherit it.
+pub fn trusted_creators(ledger: &Ledger) {
+    for c in 0..100 {
+        let creator = format!("creator{c:03}");
+        ledger.create_root(&creator, ACTOR).expect("creator");
+        ledger
+            .grant(&creator, session_ledger::PostureLevel::Trust, ACTOR)
+            .expect("grant");
+    }
+}
+
 /// Materializes each of `ids` (a first read each, through `ledger`).
 pub fn materialize_all(ledger: &Ledger, ids: &[String]) {
     for id in ids {
