@@ -191,7 +191,9 @@ fn ledger_config() -> Config {
         .creation_rate(u32::MAX, Duration::from_secs(1))
 }
 
-/// A plain connection with the ledger's pragmas.
+/// A plain connection with the ledger's pragmas (`storage::configure`), all of them: the page
+/// cache and the checkpoint interval decide whether a large transaction spills pages to the WAL
+/// before it commits, and whether its commit runs a checkpoint.
 fn raw_connection(path: &Path) -> Connection {
     let conn = Connection::open_with_flags(
         path,
@@ -205,6 +207,12 @@ fn raw_connection(path: &Path) -> Connection {
     conn.pragma_update(None, "synchronous", "FULL")
         .expect("sync");
     conn.pragma_update(None, "foreign_keys", true).expect("fk");
+    conn.pragma_update(None, "trusted_schema", false)
+        .expect("trusted_schema");
+    conn.pragma_update(None, "cache_size", -16_384)
+        .expect("cache_size");
+    conn.pragma_update(None, "wal_autocheckpoint", 4_000)
+        .expect("wal_autocheckpoint");
     conn.pragma_update(None, "temp_store", "MEMORY")
         .expect("temp_store");
     conn.busy_timeout(Duration::from_secs(30)).expect("busy");
