@@ -972,15 +972,15 @@ const CASCADE_SELECT: &str = "WITH RECURSIVE subtree (id) AS (
 /// A cascade recorded in one audit row: `statement` ([`CASCADE_DELETE`] or
 /// [`CASCADE_SELECT`]) run for `root`, then one chained `posture.revoke` row naming the root
 /// and listing every posture the statement returned as `[session, posture, source,
-/// granted_on]` (a session's depth never changes, and whether its posture was current follows
-/// from the epochs table), in one durable transaction.
+/// granted_on, current]`, what each per-session row records today besides the propagation
+/// and the root, in one durable transaction.
 fn cascade_one_row(conn: &Connection, statement: &str, root: &str) -> usize {
     conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
-    let sessions: Vec<(String, String, String, String)> = conn
+    let sessions: Vec<(String, String, String, String, bool)> = conn
         .prepare(statement)
         .expect("prepare")
         .query_map(rusqlite::named_params! { ":root": root }, |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(5)?))
         })
         .expect("subtree")
         .collect::<Result<_, _>>()
