@@ -365,13 +365,7 @@ mod ops {
                 }
             };
             let grant = match &state.posture {
-                Some(p) => self.storage.read(|c| {
-                    storage::audit::grant_row(
-                        c,
-                        &p.granted_on,
-                        &crate::clock::format_ts(p.granted_at),
-                    )
-                })?,
+                Some(p) => self.storage.read(|c| storage::audit::grant_row(c, p))?,
                 None => None,
             };
             let now = self.config.clock.now();

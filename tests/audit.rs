@@ -310,6 +310,31 @@ fn explain_traces_a_posture_back_to_the_operators_grant_row() -> TestResult {
     Ok(())
 }
 
+#[test]
+fn explain_names_the_grant_a_posture_came_from_when_a_later_grant_shares_its_millisecond(
+) -> TestResult {
+    let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
+        "2026-01-01T00:00:00.000Z".parse()?,
+    ));
+    let f = Fixture::with(Config::default().clock(clock));
+    f.ledger.create_root("conductor", "op")?;
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.ledger.create_child("worker", "conductor", "op")?;
+    // In the same millisecond, bob replaces the conductor's grant: the worker keeps alice's.
+    f.ledger
+        .grant("conductor", PostureLevel::TrustReads, "bob")?;
+    let e = f.ledger.explain("worker")?;
+    let posture = e.state.posture.as_ref().expect("inherited posture");
+    assert_eq!(
+        (posture.granted_by.as_str(), posture.level),
+        ("alice", PostureLevel::Trust)
+    );
+    let grant = e.grant.expect("the grant's audit row");
+    assert_eq!(grant.actor, "alice", "{grant:?}");
+    assert_eq!(grant.detail["posture"], "trust", "{grant:?}");
+    Ok(())
+}
+
 /// Builds a ledger of at least `rows` audit rows through the library: chains of created
 /// sessions under a trusted root (one row each), the first read of each chain's end (one
 /// `label.inherit` row per session, in one transaction per chain), and one cascade revoking

@@ -8,6 +8,7 @@ use crate::audit::{
 };
 use crate::clock::format_ts;
 use crate::error::{Error, Result};
+use crate::postures::Posture;
 
 /// The head of the chain: the last row's seq and hash, or (0, genesis) for an empty trail.
 pub(crate) fn head(conn: &Connection) -> Result<AuditHead> {
@@ -269,13 +270,22 @@ pub(crate) fn verify(conn: &Connection, saved: Option<&AuditHead>) -> Result<Ver
     })
 }
 
-/// The `posture.grant` row that granted a posture on `session` at `at`.
-pub(crate) fn grant_row(conn: &Connection, session: &str, at: &str) -> Result<Option<AuditEntry>> {
+/// The `posture.grant` row behind `posture`: on its `granted_on` session, at its `granted_at`,
+/// by its `granted_by`, of its level. Times have whole milliseconds, so several grants on one
+/// session can share one; the actor and the level tell them apart unless they say the same
+/// thing, and then the newest is returned.
+pub(crate) fn grant_row(conn: &Connection, posture: &Posture) -> Result<Option<AuditEntry>> {
     let rows = list(
         conn,
-        &AuditQuery::all().session(session).kind("posture.grant"),
+        &AuditQuery::all()
+            .session(&posture.granted_on)
+            .kind("posture.grant"),
     )?;
-    Ok(rows.into_iter().rev().find(|r| format_ts(r.at) == at))
+    Ok(rows.into_iter().rev().find(|r| {
+        r.at == posture.granted_at
+            && r.actor == posture.granted_by
+            && r.detail["posture"] == posture.level.as_str()
+    }))
 }
 
 #[cfg(test)]
