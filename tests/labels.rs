@@ -391,3 +391,38 @@ fn a_label_written_by_hand_cannot_skip_its_creators_taint() -> TestResult {
     assert_eq!(f.ledger.state("child")?.label(), SECRET_UNTRUSTED);
     Ok(())
 }
+
+#[test]
+fn a_hand_edit_that_turns_off_check_constraints_still_cannot_lower_a_label() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > child");
+    f.raise("root", Some(Taint::Secret), true);
+    assert_eq!(f.ledger.state("child")?.label(), SECRET_UNTRUSTED);
+    let conn = f.sql();
+    // With CHECK constraints off, a value outside the lattice has no rank, and a comparison with
+    // it is NULL: a lowering through such a value, or a label written with one, must still be
+    // refused by the triggers.
+    conn.execute_batch("PRAGMA ignore_check_constraints = ON")?;
+    for sql in [
+        "UPDATE labels SET taint = 'x' WHERE session_id = 'child'",
+        "UPDATE labels SET untrusted = -1 WHERE session_id = 'child'",
+        "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+         VALUES ('c2', 'root', 1, 'created', '2026-01-01T00:00:00.000Z');
+         INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how,
+                             inherited_from)
+         VALUES ('c2', 'x', 1, '2026-01-01T00:00:00.000Z', 'inherited', 'root')",
+        "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+         VALUES ('c3', 'root', 1, 'created', '2026-01-01T00:00:00.000Z');
+         INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+         VALUES ('c3', 'public', 0, '2026-01-01T00:00:00.000Z', 'by hand')",
+    ] {
+        let err = conn
+            .execute_batch(&format!("BEGIN; {sql}; COMMIT;"))
+            .expect_err(sql);
+        assert!(err.to_string().contains("rule L1"), "{sql}: {err}");
+        conn.execute_batch("ROLLBACK").ok();
+    }
+    assert_eq!(f.ledger.state("child")?.label(), SECRET_UNTRUSTED);
+    assert_eq!(f.count("labels"), 2);
+    Ok(())
+}
