@@ -411,15 +411,26 @@ fn print_explanation(out: &mut impl Write, e: &Explanation) -> Result<(), CliErr
     Ok(())
 }
 
-fn actor(explicit: &Option<String>) -> String {
+/// Who a command acts as: `--actor` (the library validates it), else `$SESSION_LEDGER_ACTOR`,
+/// else `$USER` when it is a valid actor name, else `operator`. `$SESSION_LEDGER_ACTOR` is set
+/// for this tool, like `--actor`, so an invalid one is an error rather than a reason to record
+/// somebody else; an empty one counts as unset.
+fn actor(explicit: &Option<String>) -> Result<String, CliError> {
     if let Some(a) = explicit {
-        return a.clone();
+        return Ok(a.clone());
     }
-    ["SESSION_LEDGER_ACTOR", "USER"]
-        .iter()
-        .filter_map(|var| std::env::var(var).ok())
-        .find(|a| session_ledger::validate_actor(a).is_ok())
-        .unwrap_or_else(|| "operator".to_owned())
+    if let Some(a) = std::env::var_os("SESSION_LEDGER_ACTOR").filter(|a| !a.is_empty()) {
+        let a = a.into_string().map_err(|a| {
+            CliError::Usage(format!("$SESSION_LEDGER_ACTOR {a:?} is not valid UTF-8"))
+        })?;
+        session_ledger::validate_actor(&a)
+            .map_err(|e| CliError::Usage(format!("$SESSION_LEDGER_ACTOR: {e}")))?;
+        return Ok(a);
+    }
+    Ok(std::env::var("USER")
+        .ok()
+        .filter(|u| session_ledger::validate_actor(u).is_ok())
+        .unwrap_or_else(|| "operator".to_owned()))
 }
 
 /// The library's defaults, but the WAL file is not kept: a command is a short process, and when
@@ -452,7 +463,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         }
         Command::Create { id, by, actor: who } => {
             let ledger = open_existing(&cli.db)?;
-            let who = actor(who);
+            let who = actor(who)?;
             let created = match by {
                 Some(creator) => ledger.create_child(id, creator, &who)?,
                 None => Created {
@@ -492,7 +503,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                     taint,
                     untrusted: *untrusted,
                 },
-                &actor(who),
+                &actor(who)?,
             )?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&outcome)?)?;
@@ -513,7 +524,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         }
         Command::End { id, actor: who } => {
             let ledger = open_existing(&cli.db)?;
-            let session = ledger.end(id, &actor(who))?;
+            let session = ledger.end(id, &actor(who)?)?;
             print_session(out, cli.json, &session, "ended", "")?;
         }
         Command::Tree { id } => {
@@ -595,7 +606,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             } else {
                 PostureLevel::TrustReads
             };
-            let posture = ledger.grant(id, level, &actor(who))?;
+            let posture = ledger.grant(id, level, &actor(who)?)?;
             emit(out, cli.json, &posture, || {
                 format!(
                     "{id}: {} granted by {} (epoch {})",
@@ -626,12 +637,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                 Propagation::Preview
             };
             let ledger = open_existing(&cli.db)?;
-            let revocation = ledger.revoke(id, propagation, &actor(who))?;
+            let revocation = ledger.revoke(id, propagation, &actor(who)?)?;
             print_revocation(out, cli.json, &revocation)?;
         }
         Command::RevokeAll { actor: who } => {
             let ledger = open_existing(&cli.db)?;
-            let revocation = ledger.revoke_all(&actor(who))?;
+            let revocation = ledger.revoke_all(&actor(who)?)?;
             print_revocation(out, cli.json, &revocation)?;
         }
         Command::Pattern(command) => pattern(out, cli, command)?,
@@ -661,7 +672,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                     .create_if_missing(false)
                     .durable_postures(*durable),
             )?;
-            let start = ledger.start_epoch(&actor(who))?;
+            let start = ledger.start_epoch(&actor(who)?)?;
             emit(out, cli.json, &start, || {
                 format!(
                     "epoch {} started: {} postures lapsed, {} carried over",
@@ -718,7 +729,7 @@ fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<
             pattern,
             actor: who,
         } => {
-            let added = ledger.add_pattern(id, pattern, &actor(who))?;
+            let added = ledger.add_pattern(id, pattern, &actor(who)?)?;
             if cli.json {
                 writeln!(
                     out,
@@ -739,7 +750,7 @@ fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<
             pattern,
             actor: who,
         } => {
-            ledger.remove_pattern(id, pattern, &actor(who))?;
+            ledger.remove_pattern(id, pattern, &actor(who)?)?;
             emit(
                 out,
                 cli.json,
@@ -773,7 +784,7 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
         } => {
             let ttl = session_ledger::parse_ttl(ttl)?;
             let ledger = open_existing(&cli.db)?;
-            let scope = ledger.grant_scope(id, name, ttl, &actor(who))?;
+            let scope = ledger.grant_scope(id, name, ttl, &actor(who)?)?;
             emit(out, cli.json, &scope, || {
                 format!(
                     "{id}: scope {name} granted until {}",
@@ -787,7 +798,7 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
             actor: who,
         } => {
             let ledger = open_existing(&cli.db)?;
-            ledger.revoke_scope(id, name, &actor(who))?;
+            ledger.revoke_scope(id, name, &actor(who)?)?;
             emit(
                 out,
                 cli.json,

@@ -688,6 +688,42 @@ fn an_invalid_actor_is_refused_by_create_raise_and_end_and_changes_nothing() -> 
     Ok(())
 }
 
+/// Runs `session-ledger --db DB ARGS...` with `SESSION_LEDGER_ACTOR` set to `actor` and `USER`
+/// to `user`.
+fn run_as(db: &Path, actor: &str, user: &str, args: &[&str]) -> Run {
+    let out = std::process::Command::new(BIN)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("SESSION_LEDGER_DB")
+        .env("SESSION_LEDGER_ACTOR", actor)
+        .env("USER", user)
+        .output()
+        .expect("the session-ledger binary runs");
+    Run {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn the_actor_from_the_environment_is_recorded_and_an_invalid_one_is_refused() -> TestResult {
+    let fx = Fixture::populated()?;
+    let r = run_as(&fx.db, "alice", "root", &["create", "by-alice"]);
+    assert!(r.status.success(), "{}", r.stderr);
+    let rows = audit_lines(&fx.db, &["--session", "by-alice"])?;
+    assert_eq!(rows[0]["actor"], "alice", "{rows:?}");
+    for actor in ["alice smith", "x/y"] {
+        let before = dump(&fx.db)?;
+        let r = run_as(&fx.db, actor, "root", &["create", "fresh"]);
+        assert_clean_failure(&r, &format!("SESSION_LEDGER_ACTOR={actor:?}"));
+        assert_mentions(&r, "SESSION_LEDGER_ACTOR");
+        assert_eq!(before, dump(&fx.db)?, "{actor:?} changed the ledger");
+    }
+    Ok(())
+}
+
 #[test]
 fn a_create_beyond_fifty_live_children_is_refused_with_an_audit_row_and_no_session() -> TestResult {
     let fx = Fixture::init()?;
