@@ -185,6 +185,11 @@ pub enum Error {
         window_secs: u64,
     },
 
+    /// A [`Config`](crate::Config) setting is out of the range the ledger can use; nothing was
+    /// opened or created.
+    #[error("invalid setting: {0}")]
+    InvalidConfig(String),
+
     /// There is no ledger at the path and the ledger was opened without creating one.
     #[error("no ledger at {0} (create one with `session-ledger init`)")]
     NoLedger(PathBuf),
@@ -336,6 +341,7 @@ impl Error {
                 | Error::StalePreview { .. }
                 | Error::InvalidHead(_)
                 | Error::InvalidTime(_)
+                | Error::InvalidConfig(_)
         )
     }
 }

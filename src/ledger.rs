@@ -59,8 +59,10 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// As [`Ledger::open`], and [`Error::NoLedger`] when the file does not exist and
-    /// [`Config::create_if_missing`] is false.
+    /// As [`Ledger::open`], [`Error::NoLedger`] when the file does not exist and
+    /// [`Config::create_if_missing`] is false, and [`Error::InvalidConfig`] for a `pool_size` of
+    /// 0 or a `busy_timeout` beyond what SQLite takes (about 24.8 days), before anything is
+    /// opened.
     pub fn open_with(path: impl AsRef<Path>, config: Config) -> Result<Ledger> {
         let storage = Storage::open(path.as_ref(), &config)?;
         Ok(Ledger { storage, config })

@@ -234,3 +234,20 @@ fn a_ledger_with_garbage_written_over_its_pages_gives_a_clear_error() -> TestRes
     assert!(!stderr.contains("panicked"));
     Ok(())
 }
+
+#[test]
+fn settings_the_pool_or_sqlite_cannot_take_are_an_error_and_create_no_file() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("ledger.db");
+    let mut no_pool = Config::default();
+    no_pool.pool_size = 0;
+    // SQLite takes a busy timeout in milliseconds as a C int: at most about 24.8 days.
+    let too_patient = Config::default().busy_timeout(std::time::Duration::from_secs(30 * 86_400));
+    for config in [no_pool, too_patient] {
+        let err = Ledger::open_with(&path, config).expect_err("refused");
+        assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+        assert!(err.is_caller_error(), "{err}");
+        assert!(!path.exists(), "{err}: a file was created");
+    }
+    Ok(())
+}

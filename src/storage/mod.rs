@@ -71,6 +71,25 @@ fn open_flags(create: bool) -> OpenFlags {
     flags
 }
 
+/// Refuses settings that the pool or SQLite cannot take, before the file is touched: r2d2 and
+/// rusqlite panic on them.
+fn check_config(config: &Config) -> Result<()> {
+    if config.pool_size == 0 {
+        return Err(Error::InvalidConfig(
+            "pool_size must be at least 1".to_owned(),
+        ));
+    }
+    // SQLite takes the busy timeout in milliseconds as a C int.
+    if config.busy_timeout.as_millis() > i32::MAX as u128 {
+        return Err(Error::InvalidConfig(format!(
+            "busy_timeout must be at most {} ms (about 24.8 days), not {:?}",
+            i32::MAX,
+            config.busy_timeout
+        )));
+    }
+    Ok(())
+}
+
 /// The per-connection pragmas, run on every new connection (the pool's init hook) and on the
 /// setup connection. None of them writes to the file.
 fn configure(conn: &Connection, config: &Config) -> rusqlite::Result<()> {
@@ -179,6 +198,7 @@ impl Storage {
     /// Opens (and, if allowed, creates) the ledger at `path`, checks that it is a ledger this
     /// build can read, migrates it, and builds the pool.
     pub(crate) fn open(path: &Path, config: &Config) -> Result<Storage> {
+        check_config(config)?;
         let path = path.to_path_buf();
         if !config.create_if_missing && !path.exists() {
             return Err(Error::NoLedger(path));
