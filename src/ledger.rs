@@ -83,8 +83,11 @@ impl Ledger {
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction, reading the clock once the write lock is
-    /// held, so the times written increase with the audit sequence and an operation never
-    /// writes a time from before a change it waited for.
+    /// held, so an operation never writes a time from before a change it waited for. The time
+    /// is never earlier than the newest audit row's either: when the wall clock steps back (an
+    /// NTP correction, a restored VM), the ledger's time stays where it was until the clock
+    /// catches up. So the times written never decrease along the audit sequence, and a session
+    /// recorded before the step can still be ended (`ended_at >= created_at`).
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&Transaction<'_>, &Now) -> Result<T>,
@@ -93,9 +96,13 @@ impl Ledger {
             // At the stored precision (whole milliseconds), so a value built from `now.time`
             // equals what a later read returns.
             let now = self.config.clock.now();
-            let time = now
+            let wall = now
                 .duration_trunc(chrono::TimeDelta::milliseconds(1))
                 .unwrap_or(now);
+            let time = match storage::audit::latest_time(tx)? {
+                Some(latest) if latest > wall => latest,
+                _ => wall,
+            };
             f(
                 tx,
                 &Now {

@@ -492,3 +492,30 @@ fn a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal() -> T
     assert_eq!(kinds, ["session.root", "session.create_refused"]);
     Ok(())
 }
+
+#[test]
+fn a_clock_that_steps_back_still_lets_a_session_end_and_the_trail_keeps_its_order() -> TestResult {
+    let clock = Arc::new(ManualClock::new("2026-01-01T00:00:10.000Z".parse()?));
+    let f = Fixture::with(Config::default().clock(clock.clone()));
+    f.ledger.create_root("conductor", "op")?;
+    f.ledger
+        .grant("conductor", session_ledger::PostureLevel::Trust, "op")?;
+    f.ledger.create_child("worker", "conductor", "op")?;
+    f.ledger.state("sub-worker-1")?;
+    // The wall clock steps back (an NTP correction, a VM restored): the worker and its spawned
+    // child were recorded "in the future".
+    clock.advance(TimeDelta::seconds(-5));
+    let ended = f.ledger.end("worker", "op")?;
+    let ended_at = ended.ended_at.expect("ended");
+    assert!(ended_at >= ended.created_at, "{ended:?}");
+    for id in ["worker", "sub-worker-1"] {
+        assert!(!f.ledger.state(id)?.trust, "{id} kept its trust");
+    }
+    let trail = f.ledger.audit(&AuditQuery::all())?;
+    assert!(
+        trail.windows(2).all(|w| w[0].at <= w[1].at),
+        "the trail's times go back: {:?}",
+        trail.iter().map(|r| r.at).collect::<Vec<_>>()
+    );
+    Ok(())
+}

@@ -27,6 +27,15 @@ pub(crate) fn head(conn: &Connection) -> Result<AuditHead> {
     }))
 }
 
+/// When the newest row was written: the latest time the ledger has recorded (every change
+/// writes a row, and [`crate::Ledger`] never writes a time before the newest row's). `None` for
+/// an empty trail.
+pub(crate) fn latest_time(conn: &Connection) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+    let mut stmt = conn.prepare_cached("SELECT at FROM audit ORDER BY seq DESC LIMIT 1")?;
+    let at: Option<String> = stmt.query_row([], |row| row.get(0)).optional()?;
+    at.map(|at| ts("audit.at", &at)).transpose()
+}
+
 /// Appends one row, extending the hash chain. Called inside the transaction of the change it
 /// records; writes are serialized by BEGIN IMMEDIATE, so the head cannot move meanwhile.
 pub(crate) fn append(
