@@ -691,20 +691,7 @@ fn an_invalid_actor_is_refused_by_create_raise_and_end_and_changes_nothing() -> 
 /// Runs `session-ledger --db DB ARGS...` with `SESSION_LEDGER_ACTOR` set to `actor` and `USER`
 /// to `user`.
 fn run_as(db: &Path, actor: &str, user: &str, args: &[&str]) -> Run {
-    let out = std::process::Command::new(BIN)
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("SESSION_LEDGER_DB")
-        .env("SESSION_LEDGER_ACTOR", actor)
-        .env("USER", user)
-        .output()
-        .expect("the session-ledger binary runs");
-    Run {
-        status: out.status,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_env(db, &[("SESSION_LEDGER_ACTOR", actor), ("USER", user)], args)
 }
 
 #[test]

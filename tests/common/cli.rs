@@ -18,13 +18,15 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed.
-pub fn run_raw<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Run {
+/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed
+/// and then `vars` set.
+fn run_in<S: AsRef<OsStr>>(cwd: &Path, args: &[S], vars: &[(&str, &str)]) -> Run {
     let out = Command::new(BIN)
         .args(args)
         .current_dir(cwd)
         .env_remove("SESSION_LEDGER_DB")
         .env_remove("SESSION_LEDGER_ACTOR")
+        .envs(vars.iter().copied())
         .output()
         .expect("the session-ledger binary runs");
     Run {
@@ -34,11 +36,25 @@ pub fn run_raw<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Run {
     }
 }
 
+/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed.
+pub fn run_raw<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Run {
+    run_in(cwd, args, &[])
+}
+
 /// Runs `session-ledger --db DB ARGS...` in DB's directory.
 pub fn run(db: &Path, args: &[&str]) -> Run {
+    run_env(db, &[], args)
+}
+
+/// Runs `session-ledger --db DB ARGS...` in DB's directory with `vars` set in its environment.
+pub fn run_env(db: &Path, vars: &[(&str, &str)], args: &[&str]) -> Run {
     let mut all: Vec<&OsStr> = vec![OsStr::new("--db"), db.as_os_str()];
     all.extend(args.iter().map(OsStr::new));
-    run_raw(db.parent().expect("the ledger sits in a directory"), &all)
+    run_in(
+        db.parent().expect("the ledger sits in a directory"),
+        &all,
+        vars,
+    )
 }
 
 /// Runs the binary, requires success, and returns its stdout.
