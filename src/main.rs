@@ -1007,17 +1007,25 @@ fn print_tree(
         open.push(!last);
         line.push_str(&e.session.id);
         let label = ledger.stored_label(&e.session.id)?;
-        match label {
-            Some(l) => {
-                let posture = match (l.trust, l.trust_reads) {
-                    (true, _) => "; trust",
-                    (_, true) => "; trust_reads",
-                    _ => "",
-                };
-                line.push_str(&format!("  [{}{posture}]", label_words(l.label())));
-            }
-            None => line.push_str("  [not materialized]"),
-        }
+        let (trust, trust_reads) = match &label {
+            Some(l) => (l.trust, l.trust_reads),
+            // Not read yet, but it may hold a posture (a created child is born with its
+            // creator's): show it, without materializing anything.
+            None => match ledger.posture(&e.session.id)? {
+                Some(p) if p.current && e.session.is_live() => (
+                    p.level == PostureLevel::Trust,
+                    p.level == PostureLevel::TrustReads,
+                ),
+                _ => (false, false),
+            },
+        };
+        let posture = match (trust, trust_reads) {
+            (true, _) => "; trust",
+            (_, true) => "; trust_reads",
+            _ => "",
+        };
+        let words = label.map_or_else(|| "not materialized".to_owned(), |l| label_words(l.label()));
+        line.push_str(&format!("  [{words}{posture}]"));
         if e.session.origin == session_ledger::Origin::Spawned {
             line.push_str("  spawned");
         }

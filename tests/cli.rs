@@ -353,6 +353,33 @@ fn tree_does_not_materialize_the_labels_it_shows() -> TestResult {
 }
 
 #[test]
+fn tree_shows_the_trust_a_session_holds_before_its_first_read() -> TestResult {
+    let fx = Fixture::init()?;
+    ok(&fx.db, &["create", "conductor"])?;
+    ok(&fx.db, &["trust", "conductor", "--full"])?;
+    ok(&fx.db, &["create", "worker", "--by", "conductor"])?;
+    ok(&fx.db, &["create", "idle"])?;
+    let out = ok(&fx.db, &["tree"])?;
+    let line = |id: &str| {
+        out.lines()
+            .find(|l| {
+                l.trim_start_matches(['│', '├', '└', '─', ' '])
+                    .starts_with(id)
+            })
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // The worker was never read, and holds trust that counts now: an operator looking at the
+    // tree before a revocation must see it.
+    assert!(
+        line("worker").contains("[not materialized; trust]"),
+        "tree output:\n{out}"
+    );
+    assert!(line("idle").contains("[private]"), "tree output:\n{out}");
+    Ok(())
+}
+
+#[test]
 fn tree_json_is_an_array_of_every_session_with_its_depth() -> TestResult {
     let fx = branching()?;
     let v = ok_json(&fx.db, &["tree"])?;
