@@ -175,6 +175,32 @@ fn ledger_file() -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 #[test]
+fn a_file_too_short_to_be_a_database_is_refused_and_left_as_it_is() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("notes.txt");
+    // SQLite takes a file of 0 or 1 byte for an empty database and would write a ledger over it.
+    for content in [&b"x"[..], b"0123456789abcde"] {
+        fs::write(&path, content)?;
+        let err = Ledger::open(&path).expect_err("not a ledger");
+        assert!(matches!(err, Error::NotALedger(_)), "{content:?}: {err:?}");
+        assert_eq!(fs::read(&path)?, content, "the file is left as it is");
+        let (code, _, stderr) = cli(&path, &["state".into(), "x".into()]);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert_eq!(fs::read(&path)?, content, "the CLI left the file as it is");
+    }
+    // An empty file is no ledger either, for a command that does not create one.
+    fs::write(&path, b"")?;
+    let (code, _, stderr) = cli(&path, &["state".into(), "x".into()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        fs::read(&path)?,
+        b"",
+        "the CLI left the empty file as it is"
+    );
+    Ok(())
+}
+
+#[test]
 fn a_truncated_ledger_gives_a_clear_error_and_is_left_as_it_is() -> TestResult {
     let (_dir, path) = ledger_file();
     let bytes = fs::read(&path)?;

@@ -90,6 +90,32 @@ fn check_config(config: &Config) -> Result<()> {
     Ok(())
 }
 
+/// Refuses an existing file that is too short to be a database, before SQLite opens it: SQLite
+/// takes a file of 0 or 1 byte for an empty database and would write a ledger over it (longer
+/// files without its header it refuses itself, as `NotADatabase`). An empty file is accepted
+/// only when the ledger may be created.
+fn refuse_what_is_no_database(path: &Path, config: &Config) -> Result<()> {
+    use std::io::Read;
+    const HEADER: &[u8; 16] = b"SQLite format 3\0";
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(()); // missing (to be created) or unreadable: SQLite reports it
+    };
+    let mut start = Vec::with_capacity(HEADER.len());
+    file.by_ref()
+        .take(HEADER.len() as u64)
+        .read_to_end(&mut start)?;
+    let acceptable = if start.is_empty() {
+        config.create_if_missing
+    } else {
+        start.len() == HEADER.len() && start == HEADER
+    };
+    if acceptable {
+        Ok(())
+    } else {
+        Err(Error::NotALedger(path.to_path_buf()))
+    }
+}
+
 /// The per-connection pragmas, run on every new connection (the pool's init hook) and on the
 /// setup connection. None of them writes to the file.
 fn configure(conn: &Connection, config: &Config) -> rusqlite::Result<()> {
@@ -203,6 +229,7 @@ impl Storage {
         if !config.create_if_missing && !path.exists() {
             return Err(Error::NoLedger(path));
         }
+        refuse_what_is_no_database(&path, config)?;
         let file = literal_path(&path);
         let mut conn = Connection::open_with_flags(&file, open_flags(config.create_if_missing))
             .map_err(|e| classify(e, &path))?;
