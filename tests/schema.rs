@@ -365,3 +365,35 @@ fn a_ledger_written_before_the_hash_chain_is_chained_on_upgrade_and_matches_a_fr
     assert_eq!(schema_of(&old), schema_of(&fresh));
     Ok(())
 }
+
+#[test]
+fn an_older_ledger_with_a_broken_reference_is_refused_before_it_is_upgraded() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let old = dir.path().join("old.db");
+    {
+        // A ledger as version 2 left it, with a command pattern on a session that does not
+        // exist (a hand edit with foreign keys off, the sqlite3 shell's default).
+        let mut conn = rusqlite::Connection::open(&old)?;
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(2))
+            .run(&mut conn)?;
+        conn.execute_batch(
+            "PRAGMA application_id = 1397515367;
+             PRAGMA foreign_keys = OFF;
+             INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
+                  VALUES ('ghost', 'ls', 'x', '2026-01-01T00:00:00.000Z');",
+        )?;
+    }
+    let version = |path: &std::path::Path| -> rusqlite::Result<i64> {
+        raw(path).query_row(
+            "SELECT max(version) FROM refinery_schema_history",
+            [],
+            |r| r.get(0),
+        )
+    };
+    let before = version(&old)?;
+    let err = Ledger::open(&old).expect_err("a broken reference");
+    assert!(matches!(err, Error::Corruption(_)), "{err}");
+    assert_eq!(version(&old)?, before, "the refused ledger was upgraded");
+    Ok(())
+}

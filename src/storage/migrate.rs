@@ -77,22 +77,37 @@ fn applied_version(conn: &Connection) -> Result<i64> {
 
 /// Brings the schema up to date in one IMMEDIATE transaction, re-checking identity and version
 /// under the write lock first.
+///
+/// Every reference must resolve (`PRAGMA foreign_key_check`). When a migration runs, that is
+/// checked inside its transaction, so a ledger refused for a broken reference is left at the
+/// version it had; otherwise after the transaction, so that the check, which reads the whole
+/// file, does not hold the write lock.
 pub(crate) fn run(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     check(&tx, path)?;
-    if applied_version(&tx)? < supported_version() {
+    let migrating = applied_version(&tx)? < supported_version();
+    if migrating {
         embedded::migrations::runner()
             .set_grouped(true)
             .set_abort_divergent(true)
             .set_abort_missing(true)
             .run(&mut InTransaction(&tx))?;
+        references_resolve(&tx, path)?;
     }
     let app_id: i32 = tx.pragma_query_value(None, "application_id", |row| row.get(0))?;
     if app_id != APPLICATION_ID {
         tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     }
     tx.commit()?;
+    if !migrating {
+        references_resolve(conn, path)?;
+    }
+    Ok(())
+}
 
+/// Refuses a ledger in which a row references a row that does not exist (a hand edit with
+/// foreign keys off, the sqlite3 shell's default).
+fn references_resolve(conn: &Connection, path: &Path) -> Result<()> {
     let broken: i64 =
         conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |row| {
             row.get(0)
