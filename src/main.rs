@@ -292,7 +292,13 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("session-ledger: error: {e}");
-            ExitCode::from(1)
+            // A combination of arguments the CLI refuses is a bad argument, like the ones the
+            // parser refuses; everything else, values the ledger checks included, is 1.
+            ExitCode::from(if matches!(e, CliError::Usage(_)) {
+                2
+            } else {
+                1
+            })
         }
     }
 }

@@ -732,6 +732,7 @@ fn the_actor_from_the_environment_is_recorded_and_an_invalid_one_is_refused() ->
         let before = dump(&fx.db)?;
         let r = run_as(&fx.db, actor, "root", &["create", "fresh"]);
         assert_clean_failure(&r, &format!("SESSION_LEDGER_ACTOR={actor:?}"));
+        assert_eq!(r.status.code(), Some(2), "a bad argument: {}", r.stderr);
         assert_mentions(&r, "SESSION_LEDGER_ACTOR");
         assert_eq!(before, dump(&fx.db)?, "{actor:?} changed the ledger");
     }

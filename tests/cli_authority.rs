@@ -588,6 +588,36 @@ fn a_token_with_local_or_preview_is_refused_and_changes_nothing() -> TestResult 
 }
 
 #[test]
+fn arguments_the_cli_refuses_in_combination_exit_2_like_those_the_parser_refuses() -> TestResult {
+    let fx = trusted_tree()?;
+    let token = "0".repeat(64);
+    for args in [
+        vec!["trust", "conductor", "--full", "--reads"],
+        vec![
+            "revoke",
+            "conductor",
+            "--preview",
+            "--token",
+            token.as_str(),
+        ],
+        vec!["revoke", "conductor", "--local", "--token", token.as_str()],
+    ] {
+        let r = refused_unchanged(&fx.db, &args)?;
+        assert_eq!(
+            r.status.code(),
+            Some(2),
+            "`{}`: {}",
+            args.join(" "),
+            r.stderr
+        );
+    }
+    // A value the ledger checks is not a bad argument in that sense.
+    let r = refused_unchanged(&fx.db, &["raise", "conductor", "--taint", "bogus"])?;
+    assert_eq!(r.status.code(), Some(1), "{}", r.stderr);
+    Ok(())
+}
+
+#[test]
 fn revoke_local_json_revokes_only_the_session_and_lists_descendants_still_holding_its_posture(
 ) -> TestResult {
     let fx = trusted_tree()?;
