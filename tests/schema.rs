@@ -325,6 +325,18 @@ fn schema_of(path: &std::path::Path) -> Vec<(String, String, Option<String>)> {
     rows.map(|r| r.expect("row")).collect()
 }
 
+/// Writes at `path` a ledger as version 2 of this software left it (migrated to version 2 and
+/// marked as a ledger), then runs `rows` on it.
+fn version_2_ledger(path: &std::path::Path, rows: &str) -> TestResult {
+    let mut conn = rusqlite::Connection::open(path)?;
+    embedded::migrations::runner()
+        .set_target(refinery::Target::Version(2))
+        .run(&mut conn)?;
+    conn.execute_batch("PRAGMA application_id = 1397515367;")?;
+    conn.execute_batch(rows)?;
+    Ok(())
+}
+
 #[test]
 fn a_ledger_written_before_the_hash_chain_is_chained_on_upgrade_and_matches_a_fresh_schema(
 ) -> TestResult {
@@ -332,13 +344,9 @@ fn a_ledger_written_before_the_hash_chain_is_chained_on_upgrade_and_matches_a_fr
     let old = dir.path().join("old.db");
     {
         // A ledger as version 2 of this software left it, with rows in its audit trail.
-        let mut conn = rusqlite::Connection::open(&old)?;
-        embedded::migrations::runner()
-            .set_target(refinery::Target::Version(2))
-            .run(&mut conn)?;
-        conn.execute_batch(
-            "PRAGMA application_id = 1397515367;
-             INSERT INTO sessions (id, depth, origin, created_at)
+        version_2_ledger(
+            &old,
+            "INSERT INTO sessions (id, depth, origin, created_at)
                   VALUES ('conductor', 0, 'root', '2026-01-01T00:00:00.000Z');
              INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
                   VALUES ('conductor', 'private', 0, '2026-01-01T00:00:00.000Z', 'born');
@@ -370,20 +378,14 @@ fn a_ledger_written_before_the_hash_chain_is_chained_on_upgrade_and_matches_a_fr
 fn an_older_ledger_with_a_broken_reference_is_refused_before_it_is_upgraded() -> TestResult {
     let dir = tempfile::tempdir()?;
     let old = dir.path().join("old.db");
-    {
-        // A ledger as version 2 left it, with a command pattern on a session that does not
-        // exist (a hand edit with foreign keys off, the sqlite3 shell's default).
-        let mut conn = rusqlite::Connection::open(&old)?;
-        embedded::migrations::runner()
-            .set_target(refinery::Target::Version(2))
-            .run(&mut conn)?;
-        conn.execute_batch(
-            "PRAGMA application_id = 1397515367;
-             PRAGMA foreign_keys = OFF;
-             INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
-                  VALUES ('ghost', 'ls', 'x', '2026-01-01T00:00:00.000Z');",
-        )?;
-    }
+    // A ledger as version 2 left it, with a command pattern on a session that does not exist
+    // (a hand edit with foreign keys off, the sqlite3 shell's default).
+    version_2_ledger(
+        &old,
+        "PRAGMA foreign_keys = OFF;
+         INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
+              VALUES ('ghost', 'ls', 'x', '2026-01-01T00:00:00.000Z');",
+    )?;
     let version = |path: &std::path::Path| -> rusqlite::Result<i64> {
         raw(path).query_row(
             "SELECT max(version) FROM refinery_schema_history",
