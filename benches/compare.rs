@@ -943,31 +943,40 @@ fn cascade_audit_rows(conn: &Connection, root: &str) -> usize {
     held.len()
 }
 
+/// The subtree of `:root`, walked as the ledger walks it, for the statements below.
+macro_rules! subtree {
+    () => {
+        "WITH RECURSIVE subtree (id) AS (
+             SELECT id FROM sessions WHERE id = :root
+             UNION ALL
+             SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
+         )"
+    };
+}
+
 /// The ledger's cascade statement (`storage::postures::revoke_subtree`): every posture in the
 /// subtree of `:root` removed, and what each was.
-const CASCADE_DELETE: &str = "WITH RECURSIVE subtree (id) AS (
-         SELECT id FROM sessions WHERE id = :root
-         UNION ALL
-         SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-     )
+const CASCADE_DELETE: &str = concat!(
+    subtree!(),
+    "
      DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)
      RETURNING session_id, posture, source, granted_on,
                (SELECT depth FROM sessions WHERE sessions.id = postures.session_id),
-               epoch = (SELECT max(epoch) FROM epochs)";
+               epoch = (SELECT max(epoch) FROM epochs)"
+);
 
 /// The same walk, reading what each posture in the subtree is and leaving it in place: what a
 /// cascade that is recorded once and honoured at decision time must still read to report who
 /// it affects.
-const CASCADE_SELECT: &str = "WITH RECURSIVE subtree (id) AS (
-         SELECT id FROM sessions WHERE id = :root
-         UNION ALL
-         SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-     )
+const CASCADE_SELECT: &str = concat!(
+    subtree!(),
+    "
      SELECT p.session_id, p.posture, p.source, p.granted_on, s.depth,
             p.epoch = (SELECT max(epoch) FROM epochs)
        FROM subtree
        JOIN postures AS p ON p.session_id = subtree.id
-       JOIN sessions AS s ON s.id = subtree.id";
+       JOIN sessions AS s ON s.id = subtree.id"
+);
 
 /// A cascade recorded in one audit row: `statement` ([`CASCADE_DELETE`] or
 /// [`CASCADE_SELECT`]) run for `root`, then one chained `posture.revoke` row naming the root
@@ -991,6 +1000,17 @@ fn cascade_one_row(conn: &Connection, statement: &str, root: &str) -> usize {
     Trail::head(conn).append(conn, "posture.revoke", root, &detail);
     conn.execute_batch("COMMIT").expect("commit");
     sessions.len()
+}
+
+/// Times `work` on a plain connection to `copy` (opened before the timer starts, as the
+/// ledger's handle is) and checks that it revoked `n` postures.
+fn timed_on_raw(copy: &Path, n: usize, work: impl FnOnce(&Connection) -> usize) -> Duration {
+    let conn = raw_connection(copy);
+    let t = Instant::now();
+    let count = work(&conn);
+    let e = t.elapsed();
+    assert_eq!(count, n);
+    e
 }
 
 fn cascades(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
@@ -1018,35 +1038,10 @@ fn cascades(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
                         assert_eq!(r.count, n);
                         e
                     }
-                    1 => {
-                        let conn = raw_connection(&copy);
-                        let t = Instant::now();
-                        let count = naive_cascade(&conn, "root");
-                        let e = t.elapsed();
-                        assert_eq!(count, n);
-                        e
-                    }
-                    2 => {
-                        let conn = raw_connection(&copy);
-                        let t = Instant::now();
-                        let count = cascade_audit_rows(&conn, "root");
-                        let e = t.elapsed();
-                        assert_eq!(count, n);
-                        e
-                    }
-                    _ => {
-                        let statement = if side == 3 {
-                            CASCADE_DELETE
-                        } else {
-                            CASCADE_SELECT
-                        };
-                        let conn = raw_connection(&copy);
-                        let t = Instant::now();
-                        let count = cascade_one_row(&conn, statement, "root");
-                        let e = t.elapsed();
-                        assert_eq!(count, n);
-                        e
-                    }
+                    1 => timed_on_raw(&copy, n, |c| naive_cascade(c, "root")),
+                    2 => timed_on_raw(&copy, n, |c| cascade_audit_rows(c, "root")),
+                    3 => timed_on_raw(&copy, n, |c| cascade_one_row(c, CASCADE_DELETE, "root")),
+                    _ => timed_on_raw(&copy, n, |c| cascade_one_row(c, CASCADE_SELECT, "root")),
                 };
                 times[side].push(elapsed.as_nanos() as f64);
                 for suffix in ["", "-wal", "-shm"] {
