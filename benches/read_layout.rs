@@ -165,6 +165,20 @@ fn main() {
     opening(dir.path());
 }
 
+/// Creates `n` children named `<prefix>00000` onward, spread over `creator000` to
+/// `creator099` (see [`support::trusted_creators`]).
+fn children_of_creators(ledger: &Ledger, prefix: &str, n: usize) {
+    for i in 0..n {
+        ledger
+            .create_child(
+                &format!("{prefix}{i:05}"),
+                &format!("creator{:03}", i % 100),
+                "bench",
+            )
+            .expect("create");
+    }
+}
+
 /// How many WAL frames (pages) one create and one raise commit, counted by checkpointing before
 /// and after ten of each; and a first read at depth 64 with `synchronous=NORMAL`, so without
 /// its sync: what that read costs the CPU.
@@ -173,15 +187,7 @@ fn pages_and_depth(dir: &std::path::Path) {
     let config = unbounded_normal();
     let ledger = Ledger::open_with(&path, config).expect("ledger");
     support::trusted_creators(&ledger);
-    for i in 0..2_000 {
-        ledger
-            .create_child(
-                &format!("w{i:05}"),
-                &format!("creator{:03}", i % 100),
-                "bench",
-            )
-            .expect("create");
-    }
+    children_of_creators(&ledger, "w", 2_000);
     let raw = rusqlite::Connection::open(&path).expect("raw");
     // Frames in the WAL since the last reset; TRUNCATE then resets it.
     let frames = || -> i64 {
@@ -195,15 +201,7 @@ fn pages_and_depth(dir: &std::path::Path) {
         logged
     };
     frames();
-    for i in 0..10 {
-        ledger
-            .create_child(
-                &format!("x{i:05}"),
-                &format!("creator{:03}", i % 100),
-                "bench",
-            )
-            .expect("create");
-    }
+    children_of_creators(&ledger, "x", 10);
     println!("WAL frames per create: {:.1}", frames() as f64 / 10.0);
     let secret = session_ledger::Raise {
         taint: Some(session_ledger::Taint::Secret),
