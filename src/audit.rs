@@ -345,42 +345,47 @@ mod ops {
         /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
         pub fn explain(&self, id: &str) -> Result<Explanation> {
             validate_id(id)?;
-            let session = self
-                .session(id)?
-                .ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
-            let state = match self.stored_label(id)? {
-                Some(state) => state,
-                None => {
-                    // Not materialized: no label of its own yet; show its posture alone.
-                    let mut state = crate::ledger::unknown(id);
-                    state.known = true;
-                    let posture = self.posture(id)?;
-                    let counts = |level| {
-                        crate::postures::Posture::admits(posture.as_ref(), session.is_live(), level)
-                    };
-                    state.trust = counts(crate::postures::PostureLevel::Trust);
-                    state.trust_reads = counts(crate::postures::PostureLevel::TrustReads);
-                    state.posture = posture;
-                    state
-                }
-            };
-            let grant = match &state.posture {
-                Some(p) => self.storage.read(|c| storage::audit::grant_row(c, p))?,
-                None => None,
-            };
             let now = self.config.clock.now();
-            let live_scopes = self
-                .scopes(id)?
-                .into_iter()
-                .filter(|s| s.revoked_at.is_none() && s.expires_at > now)
-                .collect();
-            Ok(Explanation {
-                patterns: self.patterns(id)?,
-                live_scopes,
-                audit: self.audit(&AuditQuery::all().session(id))?,
-                session,
-                state,
-                grant,
+            // Every part from one snapshot, so that they agree with each other.
+            self.storage.snapshot(|c| {
+                let session = storage::sessions::get(c, id)?
+                    .ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+                let state = match storage::labels::get(c, id)? {
+                    Some(state) => state,
+                    None => {
+                        // Not materialized: no label of its own yet; show its posture alone.
+                        let mut state = crate::ledger::unknown(id);
+                        state.known = true;
+                        let posture = storage::postures::get(c, id)?;
+                        let counts = |level| {
+                            crate::postures::Posture::admits(
+                                posture.as_ref(),
+                                session.is_live(),
+                                level,
+                            )
+                        };
+                        state.trust = counts(crate::postures::PostureLevel::Trust);
+                        state.trust_reads = counts(crate::postures::PostureLevel::TrustReads);
+                        state.posture = posture;
+                        state
+                    }
+                };
+                let grant = match &state.posture {
+                    Some(p) => storage::audit::grant_row(c, p)?,
+                    None => None,
+                };
+                let live_scopes = storage::grants::scopes(c, id)?
+                    .into_iter()
+                    .filter(|s| s.revoked_at.is_none() && s.expires_at > now)
+                    .collect();
+                Ok(Explanation {
+                    patterns: storage::grants::patterns(c, id)?,
+                    live_scopes,
+                    audit: storage::audit::list(c, &AuditQuery::all().session(id))?,
+                    session,
+                    state,
+                    grant,
+                })
             })
         }
     }

@@ -12,9 +12,10 @@ use crate::clock::format_ts;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::labels::{Label, Raise, RaiseOutcome, SessionState, Taint};
-use crate::postures::PostureLevel;
+use crate::postures::{Posture, PostureLevel};
 use crate::sessions::{
     spawned_chain, validate_actor, validate_id, validate_new_id, Origin, Session, TreeEntry,
+    TreeNode,
 };
 use crate::storage::{self, Storage};
 
@@ -457,25 +458,81 @@ impl Ledger {
     ///
     /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
     pub fn subtree(&self, id: &str) -> Result<Vec<TreeEntry>> {
-        self.require(id)?;
+        validate_id(id)?;
         let rows = self.storage.read(|c| storage::sessions::subtree(c, id))?;
-        Ok(depth_first(rows, &[id.to_owned()]))
+        if rows.is_empty() {
+            return Err(Error::UnknownSession(id.to_owned()));
+        }
+        Ok(depth_first(rows, &[id.to_owned()], |s| s)
+            .into_iter()
+            .map(|(session, relative_depth)| TreeEntry {
+                session,
+                relative_depth,
+            })
+            .collect())
     }
 
-    /// Every recorded session as a forest: each root's subtree in turn, depth-first, roots in
-    /// the order they were opened.
+    /// The subtree of `id` for a tree view: each session, depth-first with children oldest
+    /// first, with its label (stored, or the one its first read would give it), whether it is
+    /// materialized, and its posture. Everything is read in one read transaction, so the view
+    /// is one snapshot of the ledger, and it costs one walk of the subtree. Nothing is written:
+    /// an unmaterialized session stays unmaterialized.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use session_ledger::{Ledger, PostureLevel, Raise, Taint};
+    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("conductor", "alice")?;
+    /// ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    /// ledger.raise("conductor", Raise { taint: Some(Taint::Secret), untrusted: false }, "alice")?;
+    /// ledger.create_child("worker", "conductor", "alice")?;
+    /// let tree = ledger.tree("conductor")?;
+    /// let worker = &tree[1];
+    /// assert_eq!((worker.session.id.as_str(), worker.relative_depth), ("worker", 1));
+    /// assert_eq!((worker.taint, worker.materialized, worker.trust), (Taint::Secret, false, true));
+    /// # Ok(()) }
+    /// ```
+    pub fn tree(&self, id: &str) -> Result<Vec<TreeNode>> {
+        validate_id(id)?;
+        let (rows, inherited) = self.storage.snapshot(|c| {
+            let rows = storage::sessions::tree(c, id.into())?;
+            // The top's label, when it is not stored, comes from above the tree.
+            let inherited = match rows.first() {
+                Some(top) if top.label.is_none() => storage::labels::nearest_label(c, id)?,
+                _ => None,
+            };
+            Ok((rows, inherited))
+        })?;
+        if rows.is_empty() {
+            return Err(Error::UnknownSession(id.to_owned()));
+        }
+        tree_nodes(rows, &[id.to_owned()], inherited)
+    }
+
+    /// Every recorded session as a forest for a tree view, as [`Ledger::tree`] gives one
+    /// subtree: each root's subtree in turn, roots in the order they were opened. It reads the
+    /// whole ledger.
     ///
     /// # Errors
     ///
     /// [`Error::Storage`].
-    pub fn forest(&self) -> Result<Vec<TreeEntry>> {
-        let rows = self.storage.read(storage::sessions::all)?;
+    pub fn forest(&self) -> Result<Vec<TreeNode>> {
+        let rows = self
+            .storage
+            .snapshot(|c| storage::sessions::tree(c, None))?;
         let roots: Vec<String> = rows
             .iter()
-            .filter(|s| s.created_by.is_none())
-            .map(|s| s.id.clone())
+            .filter(|r| r.session.created_by.is_none())
+            .map(|r| r.session.id.clone())
             .collect();
-        Ok(depth_first(rows, &roots))
+        tree_nodes(rows, &roots, None)
     }
 
     fn require(&self, id: &str) -> Result<Session> {
@@ -626,18 +683,24 @@ pub(crate) fn materialize(
         .ok_or_else(|| Error::Corruption(format!("{id:?} has no materialized ancestor")))
 }
 
-/// Orders `rows` depth-first from `tops`, children in the order given.
-fn depth_first(rows: Vec<Session>, tops: &[String]) -> Vec<TreeEntry> {
-    let mut by_id: HashMap<String, Session> = HashMap::with_capacity(rows.len());
+/// Orders `rows` depth-first from `tops`, children in the order given, each with its depth
+/// below its top.
+fn depth_first<T>(
+    rows: Vec<T>,
+    tops: &[String],
+    session: impl Fn(&T) -> &Session,
+) -> Vec<(T, u32)> {
+    let mut by_id: HashMap<String, T> = HashMap::with_capacity(rows.len());
     let mut children: HashMap<String, Vec<String>> = HashMap::new();
-    for s in rows {
+    for row in rows {
+        let s = session(&row);
         if let Some(parent) = &s.created_by {
             children
                 .entry(parent.clone())
                 .or_default()
                 .push(s.id.clone());
         }
-        by_id.insert(s.id.clone(), s);
+        by_id.insert(s.id.clone(), row);
     }
     let mut out = Vec::with_capacity(by_id.len());
     let mut stack: Vec<(String, u32)> = tops.iter().rev().map(|t| (t.clone(), 0)).collect();
@@ -645,12 +708,50 @@ fn depth_first(rows: Vec<Session>, tops: &[String]) -> Vec<TreeEntry> {
         if let Some(kids) = children.get(&id) {
             stack.extend(kids.iter().rev().map(|k| (k.clone(), rel + 1)));
         }
-        if let Some(session) = by_id.remove(&id) {
-            out.push(TreeEntry {
-                session,
-                relative_depth: rel,
-            });
+        if let Some(row) = by_id.remove(&id) {
+            out.push((row, rel));
         }
     }
     out
+}
+
+/// A tree view's nodes from its rows, depth-first from `tops`. A session that is not
+/// materialized shows the label its first read would give it: its creator's as shown (the
+/// creator comes first in depth-first order), or for a top, `top_label`.
+fn tree_nodes(
+    rows: Vec<storage::sessions::TreeRow>,
+    tops: &[String],
+    top_label: Option<Label>,
+) -> Result<Vec<TreeNode>> {
+    let mut shown: HashMap<String, Label> = HashMap::new();
+    let mut nodes = Vec::with_capacity(rows.len());
+    for (row, relative_depth) in depth_first(rows, tops, |r| &r.session) {
+        let materialized = row.label.is_some();
+        let label = match row.label {
+            Some(label) => label,
+            None => {
+                let above = match (relative_depth, &row.session.created_by) {
+                    (0, _) | (_, None) => top_label,
+                    (_, Some(creator)) => shown.get(creator).copied(),
+                };
+                above.ok_or_else(|| {
+                    Error::Corruption(format!("{:?} has no materialized ancestor", row.session.id))
+                })?
+            }
+        };
+        let live = row.session.is_live();
+        let counts = |level| Posture::admits(row.posture.as_ref(), live, level);
+        shown.insert(row.session.id.clone(), label);
+        nodes.push(TreeNode {
+            trust: counts(PostureLevel::Trust),
+            trust_reads: counts(PostureLevel::TrustReads),
+            relative_depth,
+            taint: label.taint,
+            untrusted: label.untrusted,
+            materialized,
+            posture: row.posture,
+            session: row.session,
+        });
+    }
+    Ok(nodes)
 }

@@ -91,7 +91,7 @@ pub use postures::{
 };
 pub use sessions::{
     spawned_chain, spawned_parent, validate_actor, validate_id, Origin, Session, TreeEntry,
-    MAX_ACTOR_LEN, MAX_ID_LEN,
+    TreeNode, MAX_ACTOR_LEN, MAX_ID_LEN,
 };
 
 /// The newest schema version this build reads and writes.

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use session_ledger::{
     Affected, AuditEntry, AuditHead, AuditQuery, Config, Created, Decision, Error, Explanation,
     Ledger, Materialized, Posture, PostureLevel, PostureSource, Propagation, Raise, Reason,
-    Revocation, Session, SessionState, Taint, TreeEntry,
+    Revocation, Session, SessionState, Taint, TreeNode,
 };
 
 /// An embedded ledger of agent sessions: who created whom, and the labels that follow.
@@ -535,11 +535,11 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         }
         Command::Tree { id } => {
             let ledger = open_existing(&cli.db)?;
-            let entries = match id {
-                Some(id) => ledger.subtree(id)?,
+            let nodes = match id {
+                Some(id) => ledger.tree(id)?,
                 None => ledger.forest()?,
             };
-            print_tree(out, cli.json, &ledger, &entries)?;
+            print_tree(out, cli.json, &nodes)?;
         }
         Command::Audit {
             command: Some(AuditCommand::Head),
@@ -972,33 +972,20 @@ fn print_session(
     Ok(())
 }
 
-fn print_tree(
-    out: &mut impl Write,
-    json: bool,
-    ledger: &Ledger,
-    entries: &[TreeEntry],
-) -> Result<(), CliError> {
+fn print_tree(out: &mut impl Write, json: bool, nodes: &[TreeNode]) -> Result<(), CliError> {
     if json {
-        let mut rows = Vec::with_capacity(entries.len());
-        for e in entries {
-            let mut v = serde_json::to_value(e)?;
-            let label = ledger.stored_label(&e.session.id)?;
-            v["taint"] = serde_json::json!(label.as_ref().map(|l| l.taint));
-            v["untrusted"] = serde_json::json!(label.as_ref().map(|l| l.untrusted));
-            rows.push(v);
-        }
-        writeln!(out, "{}", serde_json::Value::Array(rows))?;
+        writeln!(out, "{}", serde_json::to_string(nodes)?)?;
         return Ok(());
     }
-    if entries.is_empty() {
+    if nodes.is_empty() {
         writeln!(out, "(no sessions)")?;
         return Ok(());
     }
     // For each depth, whether the ancestor at that depth has siblings still to come.
     let mut open: Vec<bool> = Vec::new();
-    for (i, e) in entries.iter().enumerate() {
-        let depth = e.relative_depth as usize;
-        let last = !entries[i + 1..]
+    for (i, node) in nodes.iter().enumerate() {
+        let depth = node.relative_depth as usize;
+        let last = !nodes[i + 1..]
             .iter()
             .take_while(|n| n.relative_depth as usize >= depth)
             .any(|n| n.relative_depth as usize == depth);
@@ -1011,31 +998,25 @@ fn print_tree(
             line.push_str(if last { "└── " } else { "├── " });
         }
         open.push(!last);
-        line.push_str(&e.session.id);
-        let label = ledger.stored_label(&e.session.id)?;
-        let (trust, trust_reads) = match &label {
-            Some(l) => (l.trust, l.trust_reads),
-            // Not read yet, but it may hold a posture (a created child is born with its
-            // creator's): show it, without materializing anything.
-            None => match ledger.posture(&e.session.id)? {
-                Some(p) if p.current && e.session.is_live() => (
-                    p.level == PostureLevel::Trust,
-                    p.level == PostureLevel::TrustReads,
-                ),
-                _ => (false, false),
-            },
-        };
-        let posture = match (trust, trust_reads) {
+        line.push_str(&node.session.id);
+        let posture = match (node.trust, node.trust_reads) {
             (true, _) => "; trust",
             (_, true) => "; trust_reads",
             _ => "",
         };
-        let words = label.map_or_else(|| "not materialized".to_owned(), |l| label_words(l.label()));
+        let words = if node.materialized {
+            label_words(session_ledger::Label {
+                taint: node.taint,
+                untrusted: node.untrusted,
+            })
+        } else {
+            "not materialized".to_owned()
+        };
         line.push_str(&format!("  [{words}{posture}]"));
-        if e.session.origin == session_ledger::Origin::Spawned {
+        if node.session.origin == session_ledger::Origin::Spawned {
             line.push_str("  spawned");
         }
-        if !e.session.is_live() {
+        if !node.session.is_live() {
             line.push_str("  ended");
         }
         writeln!(out, "{line}")?;
@@ -1230,7 +1211,7 @@ fn demo(out: &mut impl Write, path: Option<&Path>) -> Result<(), CliError> {
     step(out, "create worker-2b --by worker-2", &refused)?;
 
     section(out, "the tree")?;
-    print_tree(out, false, &ledger, &ledger.forest()?)?;
+    print_tree(out, false, &ledger.forest()?)?;
     section(out, "the audit trail")?;
     print_audit(out, false, &ledger.audit(&AuditQuery::all())?)?;
     let v = ledger.verify(None)?;

@@ -202,6 +202,31 @@ pub struct TreeEntry {
     pub relative_depth: u32,
 }
 
+/// A session in a tree view ([`Ledger::tree`](crate::Ledger::tree)): its lineage, its label
+/// and its posture, all read in one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TreeNode {
+    /// The session.
+    #[serde(flatten)]
+    pub session: Session,
+    /// Its depth below the top of the tree that was asked for (0 for the top itself).
+    pub relative_depth: u32,
+    /// Its taint: the stored one when it is materialized, otherwise the one its first read
+    /// would give it (its nearest materialized ancestor's, rule L2). Reading the tree writes
+    /// nothing.
+    pub taint: crate::labels::Taint,
+    /// Its untrusted flag, as for `taint`.
+    pub untrusted: bool,
+    /// Whether its label is stored (false: `taint` and `untrusted` are inherited on read).
+    pub materialized: bool,
+    /// Its posture admits every command now (as `trust` in [`SessionState`](crate::SessionState)).
+    pub trust: bool,
+    /// Its posture admits read-only commands now.
+    pub trust_reads: bool,
+    /// Its posture row, current or not (`current` says which), with its source.
+    pub posture: Option<crate::postures::Posture>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -130,17 +130,18 @@ pub(crate) fn scopes(conn: &Connection, id: &str) -> Result<Vec<Scope>> {
     Ok(out)
 }
 
+/// The live scope on a session that lasts longest: a range of the primary key.
+pub(crate) const LIVE_SCOPE: &str = "SELECT name, granted_by, expires_at FROM override_scopes
+      WHERE session_id = :id AND revoked_at IS NULL AND expires_at > :now
+      ORDER BY expires_at DESC, name LIMIT 1";
+
 /// The live scope on a session that lasts longest, read against `now`: never cached.
 pub(crate) fn live_scope(
     conn: &Connection,
     id: &str,
     now: &str,
 ) -> Result<Option<(String, String, String)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT name, granted_by, expires_at FROM override_scopes
-          WHERE session_id = :id AND revoked_at IS NULL AND expires_at > :now
-          ORDER BY expires_at DESC, name LIMIT 1",
-    )?;
+    let mut stmt = conn.prepare_cached(LIVE_SCOPE)?;
     Ok(stmt
         .query_row(named_params! { ":id": id, ":now": now }, |row| {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?))
@@ -148,11 +149,13 @@ pub(crate) fn live_scope(
         .optional()?)
 }
 
+/// A session's patterns' text only: a range of the primary key.
+pub(crate) const PATTERN_TEXTS: &str =
+    "SELECT pattern, added_by FROM command_patterns WHERE session_id = :id ORDER BY pattern";
+
 /// The patterns' text only, for a decision.
 pub(crate) fn pattern_texts(conn: &Connection, id: &str) -> Result<Vec<(String, String)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT pattern, added_by FROM command_patterns WHERE session_id = :id ORDER BY pattern",
-    )?;
+    let mut stmt = conn.prepare_cached(PATTERN_TEXTS)?;
     let rows = stmt.query_map(named_params! { ":id": id }, |row| {
         Ok((row.get(0)?, row.get(1)?))
     })?;

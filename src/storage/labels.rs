@@ -10,17 +10,21 @@ use crate::labels::{Label, Materialized, SessionState, Taint};
 use crate::postures::{Posture, PostureLevel};
 
 /// A session's state in one statement, the hot path of every read: its stored label with
+/// provenance, whether it ended, and its posture row. Three primary-key searches.
+pub(crate) const STATE: &str = concat!(
+    "SELECT l.taint, l.untrusted, l.materialized_how, l.inherited_from, l.materialized_at,
+            l.raised_at, s.ended_at IS NOT NULL, p.session_id IS NOT NULL, ",
+    posture_columns!(),
+    "  FROM labels AS l
+       CROSS JOIN sessions AS s ON s.id = l.session_id
+       LEFT JOIN postures AS p ON p.session_id = l.session_id
+      WHERE l.session_id = ?1"
+);
+
+/// A session's state in one statement, the hot path of every read: its stored label with
 /// provenance, whether it ended, and its posture row. `None` when it is not materialized.
 pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT l.taint, l.untrusted, l.materialized_how, l.inherited_from, l.materialized_at,
-                l.raised_at, s.ended_at IS NOT NULL, p.session_id IS NOT NULL, ",
-        posture_columns!(),
-        "  FROM labels AS l
-           JOIN sessions AS s ON s.id = l.session_id
-           LEFT JOIN postures AS p ON p.session_id = l.session_id
-          WHERE l.session_id = ?1"
-    ))?;
+    let mut stmt = conn.prepare_cached(STATE)?;
     let raw = stmt
         .query_row([id], |row| {
             let has_posture: bool = row.get(7)?;
@@ -71,10 +75,12 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
     }))
 }
 
+/// The stored label of a session and nothing else.
+pub(crate) const LABEL: &str = "SELECT taint, untrusted FROM labels WHERE session_id = ?1";
+
 /// The stored label of `id` and nothing else; `None` when it is not materialized.
 pub(crate) fn label(conn: &Connection, id: &str) -> Result<Option<Label>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT taint, untrusted FROM labels WHERE session_id = ?1")?;
+    let mut stmt = conn.prepare_cached(LABEL)?;
     let row = stmt
         .query_row([id], |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
@@ -89,19 +95,21 @@ pub(crate) fn label(conn: &Connection, id: &str) -> Result<Option<Label>> {
     .transpose()
 }
 
-fn parse_taint(id: &str, taint: &str) -> Result<Taint> {
+pub(crate) fn parse_taint(id: &str, taint: &str) -> Result<Taint> {
     taint
         .parse()
         .map_err(|_| Error::Corruption(format!("label of {id:?} has taint {taint:?}")))
 }
 
 /// Writes a root's label at birth: the default, private and trusted.
+pub(crate) const INSERT_BORN: &str =
+    "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+     VALUES (:id, :taint, :untrusted, :now, 'born')";
+
+/// Writes a root's label at its birth: the default.
 pub(crate) fn insert_born(tx: &Transaction<'_>, id: &str, now: &str) -> Result<()> {
     let label = Label::default();
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
-         VALUES (:id, :taint, :untrusted, :now, 'born')",
-    )?;
+    let mut stmt = tx.prepare_cached(INSERT_BORN)?;
     stmt.execute(named_params! {
         ":id": id,
         ":taint": label.taint.as_str(),
@@ -118,6 +126,33 @@ pub(crate) struct Inherited {
     pub(crate) from: String,
 }
 
+/// Rule L2 in one statement (see [`materialize_path`]). Each step of the walk up is a
+/// primary-key search of the creator (`CROSS JOIN` keeps the walk the outer loop).
+pub(crate) const MATERIALIZE_PATH: &str =
+    "WITH RECURSIVE ancestors (id, created_by, hops, materialized) AS (
+         SELECT s.id, s.created_by, 0,
+                EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
+           FROM sessions AS s WHERE s.id = :id
+         UNION ALL
+         SELECT s.id, s.created_by, ancestors.hops + 1,
+                EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
+           FROM ancestors CROSS JOIN sessions AS s ON s.id = ancestors.created_by
+          WHERE NOT ancestors.materialized
+     ),
+     source AS (
+         SELECT ancestors.id, l.taint, l.untrusted
+           FROM ancestors CROSS JOIN labels AS l ON l.session_id = ancestors.id
+          WHERE ancestors.materialized
+     )
+     INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how,
+                         inherited_from)
+     SELECT ancestors.id, source.taint, source.untrusted, :now, 'inherited', source.id
+       FROM ancestors CROSS JOIN source
+      WHERE NOT ancestors.materialized
+      ORDER BY ancestors.hops DESC
+     RETURNING session_id, taint, untrusted, inherited_from,
+               (SELECT depth FROM sessions WHERE sessions.id = labels.session_id)";
+
 /// Rule L2 in one statement: walks `created_by` up from `id` to the nearest materialized
 /// ancestor, and gives `id` and every unmaterialized session on that path the ancestor's label.
 /// The path is written farthest first, so each session's creator is materialized before it
@@ -128,31 +163,7 @@ pub(crate) fn materialize_path(
     id: &str,
     now: &str,
 ) -> Result<Vec<Inherited>> {
-    let mut stmt = tx.prepare_cached(
-        "WITH RECURSIVE ancestors (id, created_by, hops, materialized) AS (
-             SELECT s.id, s.created_by, 0,
-                    EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
-               FROM sessions AS s WHERE s.id = :id
-             UNION ALL
-             SELECT s.id, s.created_by, a.hops + 1,
-                    EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
-               FROM ancestors AS a JOIN sessions AS s ON s.id = a.created_by
-              WHERE NOT a.materialized
-         ),
-         source AS (
-             SELECT a.id, l.taint, l.untrusted
-               FROM ancestors AS a JOIN labels AS l ON l.session_id = a.id
-              WHERE a.materialized
-         )
-         INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how,
-                             inherited_from)
-         SELECT a.id, source.taint, source.untrusted, :now, 'inherited', source.id
-           FROM ancestors AS a, source
-          WHERE NOT a.materialized
-          ORDER BY a.hops DESC
-         RETURNING session_id, taint, untrusted, inherited_from,
-                   (SELECT depth FROM sessions WHERE sessions.id = labels.session_id)",
-    )?;
+    let mut stmt = tx.prepare_cached(MATERIALIZE_PATH)?;
     let rows = stmt.query_map(named_params! { ":id": id, ":now": now }, |row| {
         Ok((
             row.get::<_, String>(0)?,
@@ -177,13 +188,50 @@ pub(crate) fn materialize_path(
     Ok(written)
 }
 
+/// The label of a session's nearest materialized ancestor, itself included: the label its
+/// first read would give it (rule L2), read without writing. One primary-key search per level,
+/// and the walk stops at the first materialized session.
+pub(crate) const NEAREST_LABEL: &str =
+    "WITH RECURSIVE ancestors (id, created_by, hops, materialized) AS (
+         SELECT id, created_by, 0, EXISTS (SELECT 1 FROM labels WHERE session_id = id)
+           FROM sessions WHERE id = :id
+         UNION ALL
+         SELECT s.id, s.created_by, ancestors.hops + 1,
+                EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
+           FROM ancestors CROSS JOIN sessions AS s ON s.id = ancestors.created_by
+          WHERE NOT ancestors.materialized
+     )
+     SELECT l.taint, l.untrusted
+       FROM ancestors CROSS JOIN labels AS l ON l.session_id = ancestors.id
+      ORDER BY ancestors.hops LIMIT 1";
+
+/// The label `id`'s first read would give it, without writing; `None` when `id` is not
+/// recorded or no ancestor of it is materialized.
+pub(crate) fn nearest_label(conn: &Connection, id: &str) -> Result<Option<Label>> {
+    let mut stmt = conn.prepare_cached(NEAREST_LABEL)?;
+    let row = stmt
+        .query_row(named_params! { ":id": id }, |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
+        })
+        .optional()?;
+    row.map(|(taint, untrusted)| {
+        Ok(Label {
+            taint: parse_taint(id, &taint)?,
+            untrusted,
+        })
+    })
+    .transpose()
+}
+
+/// Stores a raised label.
+pub(crate) const RAISE: &str =
+    "UPDATE labels SET taint = :taint, untrusted = :untrusted, raised_at = :now
+      WHERE session_id = :id";
+
 /// Stores a raised label. The caller has checked that `label` dominates the stored one; the
 /// trigger `labels_never_lower` refuses anything else.
 pub(crate) fn raise(tx: &Transaction<'_>, id: &str, label: Label, now: &str) -> Result<()> {
-    let mut stmt = tx.prepare_cached(
-        "UPDATE labels SET taint = :taint, untrusted = :untrusted, raised_at = :now
-          WHERE session_id = :id",
-    )?;
+    let mut stmt = tx.prepare_cached(RAISE)?;
     let changed = stmt.execute(named_params! {
         ":id": id,
         ":taint": label.taint.as_str(),

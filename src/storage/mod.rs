@@ -9,6 +9,8 @@ pub(crate) mod audit;
 pub(crate) mod grants;
 pub(crate) mod labels;
 mod migrate;
+#[cfg(test)]
+mod plans;
 pub(crate) mod postures;
 
 pub(crate) use migrate::supported_version;
@@ -292,6 +294,16 @@ impl Storage {
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.pool.get()?;
         f(&conn)
+    }
+
+    /// Runs `f` on a pooled connection inside one read transaction (`BEGIN DEFERRED`), so that
+    /// every statement it runs reads the same snapshot of the ledger. Nothing is written.
+    pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction and commits when it returns `Ok`; an

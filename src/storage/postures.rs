@@ -2,6 +2,7 @@
 
 use rusqlite::{named_params, Connection, OptionalExtension, Row, Transaction};
 
+use super::sessions::subtree_walk;
 use super::ts;
 use crate::error::{Error, Result};
 use crate::postures::{Affected, Posture, PostureLevel, PostureSource};
@@ -83,13 +84,16 @@ impl RawPosture {
     }
 }
 
+/// The posture row of a session, current or not.
+pub(crate) const POSTURE: &str = concat!(
+    "SELECT ",
+    posture_columns!(),
+    " FROM postures AS p WHERE p.session_id = :id"
+);
+
 /// The posture row of `id`, current or not.
 pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<Posture>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT ",
-        posture_columns!(),
-        " FROM postures AS p WHERE p.session_id = :id"
-    ))?;
+    let mut stmt = conn.prepare_cached(POSTURE)?;
     stmt.query_row(named_params! { ":id": id }, |row| {
         RawPosture::from_row(row, 0)
     })
@@ -97,6 +101,13 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<Posture>> {
     .map(RawPosture::into_posture)
     .transpose()
 }
+
+/// Records an operator's grant in the current epoch, replacing any posture the session held.
+pub(crate) const GRANT: &str = "INSERT OR REPLACE INTO postures
+         (session_id, posture, source, granted_by, granted_at, granted_on, inherited_from,
+          allocated_at, chain, epoch)
+     VALUES (:id, :posture, 'granted', :actor, :now, :id, NULL, :now, json_array(:id),
+             (SELECT max(epoch) FROM epochs))";
 
 /// Records an operator's grant on `id` in the current epoch, replacing any posture it held.
 pub(crate) fn grant(
@@ -106,13 +117,7 @@ pub(crate) fn grant(
     actor: &str,
     now: &str,
 ) -> Result<()> {
-    let mut stmt = tx.prepare_cached(
-        "INSERT OR REPLACE INTO postures
-             (session_id, posture, source, granted_by, granted_at, granted_on, inherited_from,
-              allocated_at, chain, epoch)
-         VALUES (:id, :posture, 'granted', :actor, :now, :id, NULL, :now, json_array(:id),
-                 (SELECT max(epoch) FROM epochs))",
-    )?;
+    let mut stmt = tx.prepare_cached(GRANT)?;
     stmt.execute(named_params! {
         ":id": id,
         ":posture": level.as_str(),
@@ -122,6 +127,17 @@ pub(crate) fn grant(
     Ok(())
 }
 
+/// Rule P1 in one statement: the creator's posture of the current epoch, copied to the child.
+pub(crate) const INHERIT: &str = "INSERT INTO postures
+         (session_id, posture, source, granted_by, granted_at, granted_on, inherited_from,
+          allocated_at, chain, epoch)
+     SELECT :child, c.posture, 'inherited', c.granted_by, c.granted_at, c.granted_on,
+            :creator, :now, json_insert(c.chain, '$[#]', :child), c.epoch
+       FROM postures AS c
+      WHERE c.session_id = :creator
+        AND c.epoch = (SELECT max(epoch) FROM epochs)
+     RETURNING posture";
+
 /// Rule P1 in one statement, inside the allocation transaction: gives `child` exactly the
 /// posture its creator holds in the current epoch, if any. Returns the level copied.
 pub(crate) fn inherit(
@@ -130,17 +146,7 @@ pub(crate) fn inherit(
     creator: &str,
     now: &str,
 ) -> Result<Option<PostureLevel>> {
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO postures
-             (session_id, posture, source, granted_by, granted_at, granted_on, inherited_from,
-              allocated_at, chain, epoch)
-         SELECT :child, c.posture, 'inherited', c.granted_by, c.granted_at, c.granted_on,
-                :creator, :now, json_insert(c.chain, '$[#]', :child), c.epoch
-           FROM postures AS c
-          WHERE c.session_id = :creator
-            AND c.epoch = (SELECT max(epoch) FROM epochs)
-         RETURNING posture",
-    )?;
+    let mut stmt = tx.prepare_cached(INHERIT)?;
     let level: Option<String> = stmt
         .query_row(
             named_params! { ":child": child, ":creator": creator, ":now": now },
@@ -198,7 +204,7 @@ fn into_removed(raw: (String, String, String, String, i64, bool)) -> Result<Remo
 /// A revocation's `DELETE`, followed by what it returns about each row it removed: a macro, so
 /// that each statement is a `concat!` literal rather than a string formatted on every call.
 macro_rules! revoking {
-    ($delete:literal) => {
+    ($delete:expr) => {
         concat!(
             $delete,
             " RETURNING session_id, posture, source, granted_on,
@@ -226,35 +232,34 @@ fn revoke_where(
     Ok(rows)
 }
 
+/// Removes the posture of one session.
+pub(crate) const REVOKE_ONE: &str = revoking!("DELETE FROM postures WHERE session_id = :id");
+
 /// Removes the posture of `id` alone.
 pub(crate) fn revoke_one(tx: &Transaction<'_>, id: &str) -> Result<Vec<Removed>> {
-    revoke_where(
-        tx,
-        revoking!("DELETE FROM postures WHERE session_id = :id"),
-        named_params! { ":id": id },
-    )
+    revoke_where(tx, REVOKE_ONE, named_params! { ":id": id })
 }
+
+/// Rule R1 `cascade` in one statement: the subtree's walk, then each of its sessions' posture
+/// by primary key.
+pub(crate) const REVOKE_SUBTREE: &str = revoking!(concat!(
+    subtree_walk!("id = :root"),
+    "DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)"
+));
 
 /// Rule R1 `cascade`: removes the posture of `root` and of every descendant, created or
 /// spawned, at any depth, in one statement.
 pub(crate) fn revoke_subtree(tx: &Transaction<'_>, root: &str) -> Result<Vec<Removed>> {
-    revoke_where(
-        tx,
-        revoking!(
-            "WITH RECURSIVE subtree (id) AS (
-                 SELECT id FROM sessions WHERE id = :root
-                 UNION ALL
-                 SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-             )
-             DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)"
-        ),
-        named_params! { ":root": root },
-    )
+    revoke_where(tx, REVOKE_SUBTREE, named_params! { ":root": root })
 }
+
+/// Rule R4: every posture. It reads the whole `postures` table, which holds only the postures
+/// sessions hold now (a revocation deletes its rows), not a history.
+pub(crate) const REVOKE_ALL: &str = revoking!("DELETE FROM postures");
 
 /// Rule R4: removes every posture.
 pub(crate) fn revoke_all(tx: &Transaction<'_>) -> Result<Vec<Removed>> {
-    revoke_where(tx, revoking!("DELETE FROM postures"), [])
+    revoke_where(tx, REVOKE_ALL, [])
 }
 
 /// Every session in the subtree of `root` with its lineage and posture, ordered by id: the
@@ -267,20 +272,19 @@ pub(crate) struct SubtreeRow {
     pub(crate) posture: Option<Posture>,
 }
 
+/// The subtree of a session with each session's posture row, ordered by id.
+pub(crate) const SUBTREE_WITH_POSTURES: &str = concat!(
+    subtree_walk!("id = :root"),
+    "SELECT subtree.id, subtree.created_by, subtree.depth, subtree.ended_at,
+            p.session_id IS NOT NULL, ",
+    posture_columns!(),
+    "  FROM subtree LEFT JOIN postures AS p ON p.session_id = subtree.id
+      ORDER BY subtree.id"
+);
+
+/// The subtree of `root` with each session's posture row, ordered by id.
 pub(crate) fn subtree_with_postures(conn: &Connection, root: &str) -> Result<Vec<SubtreeRow>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "WITH RECURSIVE subtree (id) AS (
-             SELECT id FROM sessions WHERE id = :root
-             UNION ALL
-             SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-         )
-         SELECT s.id, s.created_by, s.depth, s.ended_at, p.session_id IS NOT NULL, ",
-        posture_columns!(),
-        "  FROM subtree
-           JOIN sessions AS s ON s.id = subtree.id
-           LEFT JOIN postures AS p ON p.session_id = s.id
-          ORDER BY s.id"
-    ))?;
+    let mut stmt = conn.prepare_cached(SUBTREE_WITH_POSTURES)?;
     let rows = stmt.query_map(named_params! { ":root": root }, |row| {
         let has_posture: bool = row.get(4)?;
         Ok((
@@ -310,25 +314,23 @@ pub(crate) fn subtree_with_postures(conn: &Connection, root: &str) -> Result<Vec
     Ok(out)
 }
 
+/// The descendants of a session (the walk starts at its children) that hold a posture inherited
+/// through it: see [`inherited_through`].
+pub(crate) const INHERITED_THROUGH: &str = concat!(
+    subtree_walk!("created_by = :root"),
+    "SELECT p.session_id, p.posture, subtree.depth, p.epoch = (SELECT max(epoch) FROM epochs)
+       FROM subtree CROSS JOIN postures AS p ON p.session_id = subtree.id
+      WHERE p.source = 'inherited'
+        AND subtree.ended_at IS NULL
+        AND p.epoch = (SELECT max(epoch) FROM epochs)
+        AND EXISTS (SELECT 1 FROM json_each(p.chain) AS link WHERE link.value = :root)
+      ORDER BY subtree.depth, p.session_id"
+);
+
 /// Live descendants of `root` (not `root` itself) holding a posture of the current epoch
 /// inherited through it: the ones that still have authority that came through `root`.
 pub(crate) fn inherited_through(conn: &Connection, root: &str) -> Result<Vec<Affected>> {
-    let mut stmt = conn.prepare_cached(
-        "WITH RECURSIVE subtree (id) AS (
-             SELECT id FROM sessions WHERE created_by = :root
-             UNION ALL
-             SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-         )
-         SELECT p.session_id, p.posture, s.depth, p.epoch = (SELECT max(epoch) FROM epochs)
-           FROM subtree
-           JOIN postures AS p ON p.session_id = subtree.id
-           JOIN sessions AS s ON s.id = subtree.id
-          WHERE p.source = 'inherited'
-            AND s.ended_at IS NULL
-            AND p.epoch = (SELECT max(epoch) FROM epochs)
-            AND EXISTS (SELECT 1 FROM json_each(p.chain) AS link WHERE link.value = :root)
-          ORDER BY s.depth, p.session_id",
-    )?;
+    let mut stmt = conn.prepare_cached(INHERITED_THROUGH)?;
     let rows = stmt.query_map(named_params! { ":root": root }, |row| {
         Ok((
             row.get::<_, String>(0)?,
@@ -377,18 +379,21 @@ pub(crate) fn start_epoch(
     Ok((new, previous))
 }
 
+/// Whether a session ended, and its posture row: two unique-key searches.
+pub(crate) const DECISION_FACTS: &str = concat!(
+    "SELECT s.ended_at IS NOT NULL, p.session_id IS NOT NULL, ",
+    posture_columns!(),
+    "  FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
+      WHERE s.id = ?1"
+);
+
 /// Everything a decision needs about a session in one statement: whether it ended, and its
 /// posture row. `None` when the session is not recorded.
 pub(crate) fn decision_facts(
     conn: &Connection,
     id: &str,
 ) -> Result<Option<(bool, Option<Posture>)>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT s.ended_at IS NOT NULL, p.session_id IS NOT NULL, ",
-        posture_columns!(),
-        "  FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
-          WHERE s.id = ?1"
-    ))?;
+    let mut stmt = conn.prepare_cached(DECISION_FACTS)?;
     let raw = stmt
         .query_row([id], |row| {
             let ended: bool = row.get(0)?;
