@@ -8,6 +8,9 @@
 //!   Nothing was created; the refusal itself was recorded in the audit trail.
 //! * **the database**: a file that is not a ledger, a schema newer than this build, a read-only
 //!   file, a broken invariant found in the data, or a storage failure underneath.
+//!
+//! [`Error::kind`] names each variant with a stable snake_case word, for a program that gets the
+//! error as text (the CLI's `--json` errors carry it).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -311,6 +314,49 @@ impl From<std::io::Error> for Error {
 }
 
 impl Error {
+    /// A stable snake_case name for the variant, one per variant, for a program that gets the
+    /// error as text (the CLI prints it as `kind` in a `--json` error). It is the variant's name
+    /// in snake_case: `invalid_id`, `unknown_session`, `stale_preview`, `child_limit`,
+    /// `read_only`, `storage`, ... (README.md lists them all). A name, once given, does not
+    /// change; branch on it, or on the variant, never on the message.
+    ///
+    /// ```
+    /// let e = session_ledger::validate_id("a b").unwrap_err();
+    /// assert_eq!(e.kind(), "invalid_id");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::InvalidId { .. } => "invalid_id",
+            Error::InvalidActor(_) => "invalid_actor",
+            Error::InvalidTaint(_) => "invalid_taint",
+            Error::UnknownSession(_) => "unknown_session",
+            Error::SessionEnded(_) => "session_ended",
+            Error::SessionExists(_) => "session_exists",
+            Error::InvalidPosture(_) => "invalid_posture",
+            Error::InvalidPattern { .. } => "invalid_pattern",
+            Error::InvalidScopeName(_) => "invalid_scope_name",
+            Error::InvalidTtl(_) => "invalid_ttl",
+            Error::EmptyCommand => "empty_command",
+            Error::UnknownPattern { .. } => "unknown_pattern",
+            Error::UnknownScope { .. } => "unknown_scope",
+            Error::InvalidToken(_) => "invalid_token",
+            Error::StalePreview { .. } => "stale_preview",
+            Error::InvalidHead(_) => "invalid_head",
+            Error::InvalidTime(_) => "invalid_time",
+            Error::NothingToRaise => "nothing_to_raise",
+            Error::DepthLimit { .. } => "depth_limit",
+            Error::ChildLimit { .. } => "child_limit",
+            Error::RateLimit { .. } => "rate_limit",
+            Error::InvalidConfig(_) => "invalid_config",
+            Error::NoLedger(_) => "no_ledger",
+            Error::NotALedger(_) => "not_a_ledger",
+            Error::SchemaTooNew { .. } => "schema_too_new",
+            Error::ReadOnly(_) => "read_only",
+            Error::Corruption(_) => "corruption",
+            Error::Storage(_) => "storage",
+        }
+    }
+
     /// True for a refusal by one of the creation bounds of rule S2.
     pub fn is_refusal(&self) -> bool {
         matches!(
@@ -343,5 +389,131 @@ impl Error {
                 | Error::InvalidTime(_)
                 | Error::InvalidConfig(_)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// One error of each variant. The match below has no wildcard, so a new variant does not
+    /// compile until it is added there, and the test fails until it has a sample here.
+    fn one_of_each() -> Vec<Error> {
+        let samples = vec![
+            Error::InvalidId {
+                id: "a b".into(),
+                problem: IdProblem::BadCharacter,
+            },
+            Error::InvalidActor("x/y".into()),
+            Error::InvalidTaint("top".into()),
+            Error::UnknownSession("nobody".into()),
+            Error::SessionEnded("gone".into()),
+            Error::SessionExists("conductor".into()),
+            Error::InvalidPosture("all".into()),
+            Error::InvalidPattern {
+                pattern: String::new(),
+                problem: "it is empty",
+            },
+            Error::InvalidScopeName("a b".into()),
+            Error::InvalidTtl("0s".into()),
+            Error::EmptyCommand,
+            Error::UnknownPattern {
+                session: "conductor".into(),
+                pattern: "npm test".into(),
+            },
+            Error::UnknownScope {
+                session: "conductor".into(),
+                name: "hotfix".into(),
+            },
+            Error::InvalidToken("xyz".into()),
+            Error::StalePreview {
+                root: "conductor".into(),
+            },
+            Error::InvalidHead("12".into()),
+            Error::InvalidTime("yesterday".into()),
+            Error::NothingToRaise,
+            Error::DepthLimit {
+                child: "deep".into(),
+                depth: 65,
+                max: 64,
+            },
+            Error::ChildLimit {
+                creator: "conductor".into(),
+                live: 50,
+                max: 50,
+            },
+            Error::RateLimit {
+                creator: "conductor".into(),
+                count: 100,
+                max: 100,
+                window_secs: 60,
+            },
+            Error::InvalidConfig("max_depth 0".into()),
+            Error::NoLedger("ledger.db".into()),
+            Error::NotALedger("notes.txt".into()),
+            Error::SchemaTooNew {
+                found: 99,
+                supported: 7,
+            },
+            Error::ReadOnly("ledger.db".into()),
+            Error::Corruption("a cycle".into()),
+            Error::from(std::io::Error::other("disk on fire")),
+        ];
+        let mut variants = BTreeSet::new();
+        for e in &samples {
+            let variant = match e {
+                Error::InvalidId { .. } => 0,
+                Error::InvalidActor(_) => 1,
+                Error::InvalidTaint(_) => 2,
+                Error::UnknownSession(_) => 3,
+                Error::SessionEnded(_) => 4,
+                Error::SessionExists(_) => 5,
+                Error::InvalidPosture(_) => 6,
+                Error::InvalidPattern { .. } => 7,
+                Error::InvalidScopeName(_) => 8,
+                Error::InvalidTtl(_) => 9,
+                Error::EmptyCommand => 10,
+                Error::UnknownPattern { .. } => 11,
+                Error::UnknownScope { .. } => 12,
+                Error::InvalidToken(_) => 13,
+                Error::StalePreview { .. } => 14,
+                Error::InvalidHead(_) => 15,
+                Error::InvalidTime(_) => 16,
+                Error::NothingToRaise => 17,
+                Error::DepthLimit { .. } => 18,
+                Error::ChildLimit { .. } => 19,
+                Error::RateLimit { .. } => 20,
+                Error::InvalidConfig(_) => 21,
+                Error::NoLedger(_) => 22,
+                Error::NotALedger(_) => 23,
+                Error::SchemaTooNew { .. } => 24,
+                Error::ReadOnly(_) => 25,
+                Error::Corruption(_) => 26,
+                Error::Storage(_) => 27,
+            };
+            variants.insert(variant);
+        }
+        assert_eq!(variants.len(), 28, "a variant has no sample in one_of_each");
+        samples
+    }
+
+    #[test]
+    fn every_variant_has_a_distinct_snake_case_kind() {
+        let samples = one_of_each();
+        let mut kinds = BTreeSet::new();
+        for e in &samples {
+            let kind = e.kind();
+            assert!(
+                !kind.is_empty()
+                    && kind.starts_with(|c: char| c.is_ascii_lowercase())
+                    && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                    && !kind.ends_with('_')
+                    && !kind.contains("__"),
+                "{kind:?} is not snake_case"
+            );
+            assert!(kinds.insert(kind), "two variants are named {kind:?}");
+        }
+        assert_eq!(kinds.len(), samples.len());
     }
 }

@@ -1016,3 +1016,83 @@ fn a_missing_argument_is_named_in_the_one_line_error() -> TestResult {
     assert_mentions(&r, "<ID>");
     Ok(())
 }
+
+#[test]
+fn an_error_under_json_is_one_json_object_with_a_kind_and_the_text_message() -> TestResult {
+    let fx = Fixture::populated()?;
+    let missing = Fixture::empty()?;
+    // (ledger, arguments after --json, kind, exit code as documented in README.md)
+    let cases: &[(&Path, &[&str], &str, i32)] = &[
+        (&fx.db, &["state", "a b"], "invalid_id", 1),
+        (
+            &fx.db,
+            &["create", "fresh", "--by", "nobody"],
+            "unknown_session",
+            1,
+        ),
+        (
+            &fx.db,
+            &["create", "fresh", "--by", "retired"],
+            "session_ended",
+            1,
+        ),
+        (&fx.db, &["create", "conductor"], "session_exists", 1),
+        (
+            &fx.db,
+            &["raise", "conductor", "--taint", "top"],
+            "invalid_taint",
+            1,
+        ),
+        (&fx.db, &["raise", "conductor"], "nothing_to_raise", 1),
+        (
+            &fx.db,
+            &["create", "fresh", "--actor", "two words"],
+            "invalid_actor",
+            1,
+        ),
+        (
+            &fx.db,
+            &["audit", "--since", "yesterday"],
+            "invalid_time",
+            1,
+        ),
+        (&missing.db, &["state", "x"], "no_ledger", 1),
+        (&fx.db, &["frobnicate"], "usage", 2),
+        (&fx.db, &["audit", "--limit", "many"], "usage", 2),
+        (
+            &fx.db,
+            &["revoke", "conductor", "--local", "--token", "t"],
+            "usage",
+            2,
+        ),
+    ];
+    for (db, args, kind, code) in cases {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let what = format!("`{}`", with_json.join(" "));
+        let r = run(db, &with_json);
+        assert_clean_failure(&r, &what);
+        assert_eq!(r.status.code(), Some(*code), "{what}: {}", r.stderr);
+        let e = json_error(&r, &what)?;
+        assert_eq!(e["kind"], *kind, "{what}: {e}");
+        // The message is the text the command prints without --json.
+        let text = run(db, args);
+        assert_eq!(text.status.code(), Some(*code), "{what} without --json");
+        assert_eq!(
+            text.stderr,
+            format!(
+                "session-ledger: error: {}\n",
+                e["message"].as_str().unwrap_or("")
+            ),
+            "{what}: the JSON message and the text differ"
+        );
+    }
+    // --json counts wherever it stands, also when the parser refuses the rest.
+    let r = run(&fx.db, &["state", "conductor", "--json", "--colour"]);
+    assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
+    assert_eq!(
+        json_error(&r, "--json after the subcommand")?["kind"],
+        "usage"
+    );
+    Ok(())
+}

@@ -1484,3 +1484,19 @@ fn explain_writes_nothing_and_an_unmaterialized_child_stays_unmaterialized() -> 
     assert_eq!(state["taint"], "secret", "{state}");
     Ok(())
 }
+
+// ------------------------------------------------------------------------------------------------
+// errors under --json
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn a_chain_that_does_not_verify_under_json_is_an_unverified_chain_error_on_stderr() -> TestResult {
+    let fx = Fixture::scenario()?;
+    tamper(&fx.db, "UPDATE audit SET actor = 'mallory' WHERE seq = 2;")?;
+    let (code, v, r) = verify_json(&fx.db, &[])?;
+    assert_eq!(code, Some(1), "{}", r.stderr);
+    assert_eq!(v["ok"], false, "{v}");
+    let e = json_error(&r, "--json verify of an edited row")?;
+    assert_eq!(e["kind"], "unverified_chain", "{e}");
+    Ok(())
+}

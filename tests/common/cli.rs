@@ -57,6 +57,26 @@ pub fn run_env(db: &Path, vars: &[(&str, &str)], args: &[&str]) -> Run {
     )
 }
 
+/// The error of a failed `--json` run: stderr is exactly one line, one JSON object with a
+/// snake_case `kind` and a non-empty `message`. Returns that object.
+pub fn json_error(r: &Run, what: &str) -> TestResult<Value> {
+    assert_one_error_line(r, what);
+    let v: Value = serde_json::from_str(&r.stderr)
+        .map_err(|e| format!("{what}: stderr is not one JSON value ({e}): {:?}", r.stderr))?;
+    let kind = v["kind"]
+        .as_str()
+        .ok_or_else(|| format!("{what}: no string `kind` in {v}"))?;
+    assert!(
+        !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+        "{what}: the kind {kind:?} is not snake_case"
+    );
+    assert!(
+        v["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{what}: no non-empty `message` in {v}"
+    );
+    Ok(v)
+}
+
 /// Runs the binary, requires success, and returns its stdout.
 pub fn ok(db: &Path, args: &[&str]) -> TestResult<String> {
     let r = run(db, args);
