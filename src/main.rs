@@ -91,8 +91,14 @@ enum Command {
         /// Only rows about this session or any of its descendants.
         #[arg(long, value_name = "ID")]
         subtree: Option<String>,
-        /// Only rows of this kind (for example session.create, label.raise).
-        #[arg(long, value_name = "KIND")]
+        /// Only rows of this kind.
+        #[arg(
+            long,
+            value_name = "KIND",
+            value_parser = clap::builder::PossibleValuesParser::new(
+                session_ledger::AUDIT_KINDS.iter().copied()
+            )
+        )]
         kind: Option<String>,
         /// Only rows at or after this time (RFC 3339, like 2026-11-30T12:00:00Z).
         #[arg(long, value_name = "TIME")]

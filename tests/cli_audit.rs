@@ -1486,8 +1486,37 @@ fn explain_writes_nothing_and_an_unmaterialized_child_stays_unmaterialized() -> 
 }
 
 // ------------------------------------------------------------------------------------------------
-// errors under --json
+// the command line's small promises: known kinds, a broken chain under --json
 // ------------------------------------------------------------------------------------------------
+
+#[test]
+fn audit_kind_refuses_an_unknown_kind_with_a_usage_error_that_lists_the_known_kinds() -> TestResult
+{
+    let fx = Fixture::scenario()?;
+    for bad in ["session.craete", "bogus", "SESSION.CREATE", "label.*"] {
+        let r = refused_unchanged(&fx.db, &["audit", "--kind", bad])?;
+        assert_eq!(r.status.code(), Some(2), "--kind {bad:?}: {}", r.stderr);
+        for kind in session_ledger::AUDIT_KINDS {
+            assert_mentions(&r, kind);
+        }
+    }
+    let r = run(&fx.db, &["--json", "audit", "--kind", "bogus"]);
+    assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
+    let e = json_error(&r, "--json audit --kind bogus")?;
+    assert_eq!(e["kind"], "usage", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("session.create_refused")),
+        "{e}"
+    );
+    // Every known kind is still accepted, and filters.
+    for kind in session_ledger::AUDIT_KINDS {
+        let rows = audit_lines(&fx.db, &["--kind", kind])?;
+        assert!(rows.iter().all(|r| r["kind"] == *kind), "--kind {kind}");
+    }
+    Ok(())
+}
 
 #[test]
 fn a_chain_that_does_not_verify_under_json_is_an_unverified_chain_error_on_stderr() -> TestResult {
