@@ -299,6 +299,13 @@ fn main() -> ExitCode {
     };
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`session-ledger audit | head -1`). Rust starts a
+        // program with SIGPIPE ignored, so the write failed with EPIPE instead of ending the
+        // process. End it quietly with 141 (128 + SIGPIPE), the status a shell gives a writer
+        // killed by SIGPIPE, as `cat` would be: nobody is reading, and scripts that check the
+        // status see the usual one. Mapping the error rather than restoring SIGPIPE's default
+        // at startup keeps the binary free of `unsafe` and of a libc binding.
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(141),
         Err(e) => fail(cli.json, e.kind(), &e.to_string(), e.exit_code()),
     }
 }
