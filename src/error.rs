@@ -10,7 +10,10 @@
 //!   file, a broken invariant found in the data, or a storage failure underneath.
 //!
 //! [`Error::kind`] names each variant with a stable snake_case word, for a program that gets the
-//! error as text (the CLI's `--json` errors carry it).
+//! error as text (the CLI's `--json` errors carry it). A message quotes a value the caller gave
+//! (an id, actor, pattern, scope name, ...) in full up to 64 characters; a longer one is cut
+//! there, with an ellipsis and its full length, `"aaaa…" (10000 characters)`, while the variant's
+//! field keeps the whole value.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -49,12 +52,36 @@ impl fmt::Display for IdProblem {
     }
 }
 
+/// The most characters of a caller's value that an error message quotes.
+const QUOTED_CHARS: usize = 64;
+
+/// A value the caller gave, as an error message quotes it: as `{:?}` writes it when it has at
+/// most [`QUOTED_CHARS`] characters; else its first [`QUOTED_CHARS`] characters, an ellipsis
+/// and its full length, so that a 10,000-character id does not make a 10,000-character message.
+/// The cut falls on a character boundary.
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.char_indices().nth(QUOTED_CHARS) {
+            None => write!(f, "{:?}", self.0),
+            Some((cut, _)) => {
+                // `{:?}` of the kept part, escapes and all, with the ellipsis before its closing
+                // quote.
+                let kept = format!("{:?}", &self.0[..cut]);
+                let open = kept.strip_suffix('"').unwrap_or(&kept);
+                write!(f, "{open}…\" ({} characters)", self.0.chars().count())
+            }
+        }
+    }
+}
+
 /// Everything that can go wrong in a ledger operation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A session id (or the creator's id) is malformed.
-    #[error("invalid session id {id:?}: {problem}")]
+    #[error("invalid session id {}: {problem}", Quoted(.id))]
     InvalidId {
         /// The rejected id, as given.
         id: String,
@@ -63,11 +90,11 @@ pub enum Error {
     },
 
     /// An actor name is malformed (1 to 64 characters from `[A-Za-z0-9._:@-]`).
-    #[error("invalid actor name {0:?}: use 1 to 64 ASCII letters, digits or . _ : @ -")]
+    #[error("invalid actor name {}: use 1 to 64 ASCII letters, digits or . _ : @ -", Quoted(.0))]
     InvalidActor(String),
 
     /// A taint class name is not one of `public`, `private`, `secret`.
-    #[error("unknown taint class {0:?}: expected public, private or secret")]
+    #[error("unknown taint class {}: expected public, private or secret", Quoted(.0))]
     InvalidTaint(String),
 
     /// The session does not exist (and, where that applies, is not a spawned id of a known one).
@@ -83,11 +110,11 @@ pub enum Error {
     SessionExists(String),
 
     /// A posture name is not `trust` or `trust_reads`.
-    #[error("unknown posture {0:?}: expected trust or trust_reads")]
+    #[error("unknown posture {}: expected trust or trust_reads", Quoted(.0))]
     InvalidPosture(String),
 
     /// A command pattern is malformed.
-    #[error("invalid command pattern {pattern:?}: {problem}")]
+    #[error("invalid command pattern {}: {problem}", Quoted(.pattern))]
     InvalidPattern {
         /// The rejected pattern.
         pattern: String,
@@ -96,11 +123,11 @@ pub enum Error {
     },
 
     /// An override scope's name is malformed.
-    #[error("invalid scope name {0:?}: use 1 to 64 ASCII letters, digits or . _ : -, starting with a letter or digit")]
+    #[error("invalid scope name {}: use 1 to 64 ASCII letters, digits or . _ : -, starting with a letter or digit", Quoted(.0))]
     InvalidScopeName(String),
 
     /// A time to live is malformed, zero, negative or too long.
-    #[error("invalid TTL {0:?}: use a positive whole number and a unit s, m, h or d (like 30s, 15m, 2h), at most 366d")]
+    #[error("invalid TTL {}: use a positive whole number and a unit s, m, h or d (like 30s, 15m, 2h), at most 366d", Quoted(.0))]
     InvalidTtl(String),
 
     /// A decision was asked for an empty command line.
@@ -108,7 +135,7 @@ pub enum Error {
     EmptyCommand,
 
     /// The session has no such command pattern.
-    #[error("session {session:?} has no command pattern {pattern:?}")]
+    #[error("session {session:?} has no command pattern {}", Quoted(.pattern))]
     UnknownPattern {
         /// The session.
         session: String,
@@ -126,7 +153,7 @@ pub enum Error {
     },
 
     /// A preview token is malformed (it is 64 lower-case hex digits).
-    #[error("malformed preview token {0:?}: expected the 64 hex digits a preview printed")]
+    #[error("malformed preview token {}: expected the 64 hex digits a preview printed", Quoted(.0))]
     InvalidToken(String),
 
     /// Rule R2: the subtree changed since the preview whose token was given; nothing was
@@ -141,12 +168,13 @@ pub enum Error {
 
     /// A saved audit head is malformed (it is `SEQ:HASH`).
     #[error(
-        "malformed audit head {0:?}: expected SEQ:HASH as `session-ledger audit head` prints it"
+        "malformed audit head {}: expected SEQ:HASH as `session-ledger audit head` prints it",
+        Quoted(.0)
     )]
     InvalidHead(String),
 
     /// A time is malformed.
-    #[error("malformed time {0:?}: expected RFC 3339, like 2026-11-30T12:00:00Z")]
+    #[error("malformed time {}: expected RFC 3339, like 2026-11-30T12:00:00Z", Quoted(.0))]
     InvalidTime(String),
 
     /// A raise named neither a taint class nor the untrusted flag.
@@ -515,5 +543,49 @@ mod tests {
             assert!(kinds.insert(kind), "two variants are named {kind:?}");
         }
         assert_eq!(kinds.len(), samples.len());
+    }
+
+    #[test]
+    fn a_long_value_is_quoted_cut_on_a_character_boundary_with_its_full_length() {
+        // Three-byte characters: a cut at byte 64 would fall inside one, and slicing there panics.
+        let message = Error::InvalidActor("€".repeat(1_000)).to_string();
+        assert!(
+            message.starts_with(&format!(
+                "invalid actor name \"{}…\" (1000 characters): ",
+                "€".repeat(64)
+            )),
+            "{message}"
+        );
+
+        let id = format!("{}\n{}", "a".repeat(63), "b".repeat(100));
+        let message = Error::InvalidId {
+            id,
+            problem: IdProblem::TooLong,
+        }
+        .to_string();
+        assert_eq!(
+            message,
+            format!(
+                "invalid session id \"{}\\n…\" (164 characters): it is longer than 128 characters",
+                "a".repeat(63)
+            )
+        );
+    }
+
+    #[test]
+    fn a_value_of_at_most_64_characters_is_quoted_whole() {
+        let pattern = "x".repeat(64);
+        assert_eq!(
+            Error::InvalidPattern {
+                pattern: pattern.clone(),
+                problem: "it holds a NUL",
+            }
+            .to_string(),
+            format!("invalid command pattern {pattern:?}: it holds a NUL")
+        );
+        assert_eq!(
+            Error::InvalidTaint("x'y\"z".into()).to_string(),
+            r#"unknown taint class "x'y\"z": expected public, private or secret"#
+        );
     }
 }

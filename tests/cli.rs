@@ -1096,3 +1096,56 @@ fn an_error_under_json_is_one_json_object_with_a_kind_and_the_text_message() -> 
     );
     Ok(())
 }
+
+#[test]
+fn an_invalid_id_is_quoted_cut_to_a_readable_length_with_its_full_length() -> TestResult {
+    let fx = Fixture::populated()?;
+    let long = "a".repeat(10_000);
+    for args in [
+        &["state", long.as_str()][..],
+        &["create", &long],
+        &["create", "fresh", "--by", &long],
+        &["tree", &long],
+    ] {
+        let what = format!("`{}` with a 10,000-character id", args[0]);
+        let r = refused_unchanged(&fx.db, args)?;
+        assert!(r.stderr.len() < 200, "{what}: {} bytes", r.stderr.len());
+        assert!(
+            r.stderr
+                .contains("\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+                && r.stderr.contains("a…\" (10000 characters)"),
+            "{what}: {:?}",
+            r.stderr
+        );
+        assert_mentions(&r, "longer than 128 characters");
+    }
+    Ok(())
+}
+
+#[test]
+fn other_long_values_in_errors_are_quoted_cut_with_their_full_length() -> TestResult {
+    let fx = Fixture::populated()?;
+    let long = "x".repeat(5_000);
+    let long_ttl = "9".repeat(5_000);
+    let head = format!("--head={long}");
+    for args in [
+        &["create", "fresh", "--actor", long.as_str()][..],
+        &["raise", "conductor", "--taint", &long],
+        &["pattern", "add", "conductor", &long],
+        &["scope", "grant", "conductor", &long, "--ttl", "1h"],
+        &["scope", "grant", "conductor", "hotfix", "--ttl", &long_ttl],
+        &["revoke", "conductor", "--cascade", "--token", &long],
+        &["audit", "--since", &long],
+        &["verify", &head],
+    ] {
+        let what = format!("`{} {}` with a 5,000-character value", args[0], args[1]);
+        let r = refused_unchanged(&fx.db, args)?;
+        assert!(r.stderr.len() < 300, "{what}: {} bytes", r.stderr.len());
+        assert!(
+            r.stderr.contains("…\" (5000 characters)"),
+            "{what}: {:?}",
+            r.stderr
+        );
+    }
+    Ok(())
+}
