@@ -181,6 +181,34 @@ pub struct Verification {
 /// first read, and recording a spawned sub-agent when it is first seen.
 pub const LEDGER_ACTOR: &str = "ledger";
 
+/// Every kind an audit row can have (its `kind`), in the order the schema added them.
+///
+/// The `audit_kinds` table of a ledger holds the same list, each kind with what a row of that
+/// kind records and the keys of its `detail`; a migration that adds a kind adds it here too (a
+/// test compares the two). The CLI's `audit --kind` accepts only these.
+///
+/// ```
+/// assert!(session_ledger::AUDIT_KINDS.contains(&"posture.revoke"));
+/// ```
+pub const AUDIT_KINDS: &[&str] = &[
+    // Version 1.
+    "session.root",
+    "session.create",
+    "session.create_refused",
+    "session.spawn",
+    "session.end",
+    "label.inherit",
+    "label.raise",
+    // Version 2.
+    "posture.grant",
+    "posture.revoke",
+    "epoch.start",
+    "pattern.add",
+    "pattern.remove",
+    "scope.grant",
+    "scope.revoke",
+];
+
 /// One row of the audit trail. Its JSON form (`session-ledger --json audit`) has exactly these
 /// field names: `seq`, `at`, `actor`, `kind`, `session`, `detail`, `prev_hash`, `hash`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -388,5 +416,28 @@ mod ops {
                 })
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::storage::Storage;
+
+    #[test]
+    fn the_audit_kinds_constant_lists_exactly_the_audit_kinds_table_of_a_fresh_ledger(
+    ) -> crate::Result<()> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let storage = Storage::open(&dir.path().join("ledger.db"), &Config::default())?;
+        let table = storage.read(|conn| {
+            let mut stmt = conn.prepare("SELECT kind FROM audit_kinds ORDER BY kind")?;
+            let kinds = stmt.query_map([], |row| row.get::<_, String>(0))?;
+            Ok(kinds.collect::<Result<Vec<_>, _>>()?)
+        })?;
+        let mut constant: Vec<String> = AUDIT_KINDS.iter().map(|k| (*k).to_owned()).collect();
+        constant.sort();
+        assert_eq!(constant, table);
+        Ok(())
     }
 }

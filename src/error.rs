@@ -8,6 +8,12 @@
 //!   Nothing was created; the refusal itself was recorded in the audit trail.
 //! * **the database**: a file that is not a ledger, a schema newer than this build, a read-only
 //!   file, a broken invariant found in the data, or a storage failure underneath.
+//!
+//! [`Error::kind`] names each variant with a stable snake_case word, for a program that gets the
+//! error as text (the CLI's `--json` errors carry it). A message quotes a value the caller gave
+//! (an id, actor, pattern, scope name, ...) in full up to 64 characters; a longer one is cut
+//! there, with an ellipsis and its full length, `"aaaa…" (10000 characters)`, while the variant's
+//! field keeps the whole value.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -46,12 +52,36 @@ impl fmt::Display for IdProblem {
     }
 }
 
+/// The most characters of a caller's value that an error message quotes.
+const QUOTED_CHARS: usize = 64;
+
+/// A value the caller gave, as an error message quotes it: as `{:?}` writes it when it has at
+/// most [`QUOTED_CHARS`] characters; else its first [`QUOTED_CHARS`] characters, an ellipsis
+/// and its full length, so that a 10,000-character id does not make a 10,000-character message.
+/// The cut falls on a character boundary.
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.char_indices().nth(QUOTED_CHARS) {
+            None => write!(f, "{:?}", self.0),
+            Some((cut, _)) => {
+                // `{:?}` of the kept part, escapes and all, with the ellipsis before its closing
+                // quote.
+                let kept = format!("{:?}", &self.0[..cut]);
+                let open = kept.strip_suffix('"').unwrap_or(&kept);
+                write!(f, "{open}…\" ({} characters)", self.0.chars().count())
+            }
+        }
+    }
+}
+
 /// Everything that can go wrong in a ledger operation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A session id (or the creator's id) is malformed.
-    #[error("invalid session id {id:?}: {problem}")]
+    #[error("invalid session id {}: {problem}", Quoted(.id))]
     InvalidId {
         /// The rejected id, as given.
         id: String,
@@ -60,11 +90,11 @@ pub enum Error {
     },
 
     /// An actor name is malformed (1 to 64 characters from `[A-Za-z0-9._:@-]`).
-    #[error("invalid actor name {0:?}: use 1 to 64 ASCII letters, digits or . _ : @ -")]
+    #[error("invalid actor name {}: use 1 to 64 ASCII letters, digits or . _ : @ -", Quoted(.0))]
     InvalidActor(String),
 
     /// A taint class name is not one of `public`, `private`, `secret`.
-    #[error("unknown taint class {0:?}: expected public, private or secret")]
+    #[error("unknown taint class {}: expected public, private or secret", Quoted(.0))]
     InvalidTaint(String),
 
     /// The session does not exist (and, where that applies, is not a spawned id of a known one).
@@ -80,11 +110,11 @@ pub enum Error {
     SessionExists(String),
 
     /// A posture name is not `trust` or `trust_reads`.
-    #[error("unknown posture {0:?}: expected trust or trust_reads")]
+    #[error("unknown posture {}: expected trust or trust_reads", Quoted(.0))]
     InvalidPosture(String),
 
     /// A command pattern is malformed.
-    #[error("invalid command pattern {pattern:?}: {problem}")]
+    #[error("invalid command pattern {}: {problem}", Quoted(.pattern))]
     InvalidPattern {
         /// The rejected pattern.
         pattern: String,
@@ -93,11 +123,11 @@ pub enum Error {
     },
 
     /// An override scope's name is malformed.
-    #[error("invalid scope name {0:?}: use 1 to 64 ASCII letters, digits or . _ : -, starting with a letter or digit")]
+    #[error("invalid scope name {}: use 1 to 64 ASCII letters, digits or . _ : -, starting with a letter or digit", Quoted(.0))]
     InvalidScopeName(String),
 
     /// A time to live is malformed, zero, negative or too long.
-    #[error("invalid TTL {0:?}: use a positive whole number and a unit s, m, h or d (like 30s, 15m, 2h), at most 366d")]
+    #[error("invalid TTL {}: use a positive whole number and a unit s, m, h or d (like 30s, 15m, 2h), at most 366d", Quoted(.0))]
     InvalidTtl(String),
 
     /// A decision was asked for an empty command line.
@@ -105,7 +135,7 @@ pub enum Error {
     EmptyCommand,
 
     /// The session has no such command pattern.
-    #[error("session {session:?} has no command pattern {pattern:?}")]
+    #[error("session {session:?} has no command pattern {}", Quoted(.pattern))]
     UnknownPattern {
         /// The session.
         session: String,
@@ -123,7 +153,7 @@ pub enum Error {
     },
 
     /// A preview token is malformed (it is 64 lower-case hex digits).
-    #[error("malformed preview token {0:?}: expected the 64 hex digits a preview printed")]
+    #[error("malformed preview token {}: expected the 64 hex digits a preview printed", Quoted(.0))]
     InvalidToken(String),
 
     /// Rule R2: the subtree changed since the preview whose token was given; nothing was
@@ -138,12 +168,13 @@ pub enum Error {
 
     /// A saved audit head is malformed (it is `SEQ:HASH`).
     #[error(
-        "malformed audit head {0:?}: expected SEQ:HASH as `session-ledger audit head` prints it"
+        "malformed audit head {}: expected SEQ:HASH as `session-ledger audit head` prints it",
+        Quoted(.0)
     )]
     InvalidHead(String),
 
     /// A time is malformed.
-    #[error("malformed time {0:?}: expected RFC 3339, like 2026-11-30T12:00:00Z")]
+    #[error("malformed time {}: expected RFC 3339, like 2026-11-30T12:00:00Z", Quoted(.0))]
     InvalidTime(String),
 
     /// A raise named neither a taint class nor the untrusted flag.
@@ -311,6 +342,49 @@ impl From<std::io::Error> for Error {
 }
 
 impl Error {
+    /// A stable snake_case name for the variant, one per variant, for a program that gets the
+    /// error as text (the CLI prints it as `kind` in a `--json` error). It is the variant's name
+    /// in snake_case: `invalid_id`, `unknown_session`, `stale_preview`, `child_limit`,
+    /// `read_only`, `storage`, ... (README.md lists them all). A name, once given, does not
+    /// change; branch on it, or on the variant, never on the message.
+    ///
+    /// ```
+    /// let e = session_ledger::validate_id("a b").unwrap_err();
+    /// assert_eq!(e.kind(), "invalid_id");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::InvalidId { .. } => "invalid_id",
+            Error::InvalidActor(_) => "invalid_actor",
+            Error::InvalidTaint(_) => "invalid_taint",
+            Error::UnknownSession(_) => "unknown_session",
+            Error::SessionEnded(_) => "session_ended",
+            Error::SessionExists(_) => "session_exists",
+            Error::InvalidPosture(_) => "invalid_posture",
+            Error::InvalidPattern { .. } => "invalid_pattern",
+            Error::InvalidScopeName(_) => "invalid_scope_name",
+            Error::InvalidTtl(_) => "invalid_ttl",
+            Error::EmptyCommand => "empty_command",
+            Error::UnknownPattern { .. } => "unknown_pattern",
+            Error::UnknownScope { .. } => "unknown_scope",
+            Error::InvalidToken(_) => "invalid_token",
+            Error::StalePreview { .. } => "stale_preview",
+            Error::InvalidHead(_) => "invalid_head",
+            Error::InvalidTime(_) => "invalid_time",
+            Error::NothingToRaise => "nothing_to_raise",
+            Error::DepthLimit { .. } => "depth_limit",
+            Error::ChildLimit { .. } => "child_limit",
+            Error::RateLimit { .. } => "rate_limit",
+            Error::InvalidConfig(_) => "invalid_config",
+            Error::NoLedger(_) => "no_ledger",
+            Error::NotALedger(_) => "not_a_ledger",
+            Error::SchemaTooNew { .. } => "schema_too_new",
+            Error::ReadOnly(_) => "read_only",
+            Error::Corruption(_) => "corruption",
+            Error::Storage(_) => "storage",
+        }
+    }
+
     /// True for a refusal by one of the creation bounds of rule S2.
     pub fn is_refusal(&self) -> bool {
         matches!(
@@ -343,5 +417,175 @@ impl Error {
                 | Error::InvalidTime(_)
                 | Error::InvalidConfig(_)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// One error of each variant. The match below has no wildcard, so a new variant does not
+    /// compile until it is added there, and the test fails until it has a sample here.
+    fn one_of_each() -> Vec<Error> {
+        let samples = vec![
+            Error::InvalidId {
+                id: "a b".into(),
+                problem: IdProblem::BadCharacter,
+            },
+            Error::InvalidActor("x/y".into()),
+            Error::InvalidTaint("top".into()),
+            Error::UnknownSession("nobody".into()),
+            Error::SessionEnded("gone".into()),
+            Error::SessionExists("conductor".into()),
+            Error::InvalidPosture("all".into()),
+            Error::InvalidPattern {
+                pattern: String::new(),
+                problem: "it is empty",
+            },
+            Error::InvalidScopeName("a b".into()),
+            Error::InvalidTtl("0s".into()),
+            Error::EmptyCommand,
+            Error::UnknownPattern {
+                session: "conductor".into(),
+                pattern: "npm test".into(),
+            },
+            Error::UnknownScope {
+                session: "conductor".into(),
+                name: "hotfix".into(),
+            },
+            Error::InvalidToken("xyz".into()),
+            Error::StalePreview {
+                root: "conductor".into(),
+            },
+            Error::InvalidHead("12".into()),
+            Error::InvalidTime("yesterday".into()),
+            Error::NothingToRaise,
+            Error::DepthLimit {
+                child: "deep".into(),
+                depth: 65,
+                max: 64,
+            },
+            Error::ChildLimit {
+                creator: "conductor".into(),
+                live: 50,
+                max: 50,
+            },
+            Error::RateLimit {
+                creator: "conductor".into(),
+                count: 100,
+                max: 100,
+                window_secs: 60,
+            },
+            Error::InvalidConfig("max_depth 0".into()),
+            Error::NoLedger("ledger.db".into()),
+            Error::NotALedger("notes.txt".into()),
+            Error::SchemaTooNew {
+                found: 99,
+                supported: 7,
+            },
+            Error::ReadOnly("ledger.db".into()),
+            Error::Corruption("a cycle".into()),
+            Error::from(std::io::Error::other("disk on fire")),
+        ];
+        let mut variants = BTreeSet::new();
+        for e in &samples {
+            let variant = match e {
+                Error::InvalidId { .. } => 0,
+                Error::InvalidActor(_) => 1,
+                Error::InvalidTaint(_) => 2,
+                Error::UnknownSession(_) => 3,
+                Error::SessionEnded(_) => 4,
+                Error::SessionExists(_) => 5,
+                Error::InvalidPosture(_) => 6,
+                Error::InvalidPattern { .. } => 7,
+                Error::InvalidScopeName(_) => 8,
+                Error::InvalidTtl(_) => 9,
+                Error::EmptyCommand => 10,
+                Error::UnknownPattern { .. } => 11,
+                Error::UnknownScope { .. } => 12,
+                Error::InvalidToken(_) => 13,
+                Error::StalePreview { .. } => 14,
+                Error::InvalidHead(_) => 15,
+                Error::InvalidTime(_) => 16,
+                Error::NothingToRaise => 17,
+                Error::DepthLimit { .. } => 18,
+                Error::ChildLimit { .. } => 19,
+                Error::RateLimit { .. } => 20,
+                Error::InvalidConfig(_) => 21,
+                Error::NoLedger(_) => 22,
+                Error::NotALedger(_) => 23,
+                Error::SchemaTooNew { .. } => 24,
+                Error::ReadOnly(_) => 25,
+                Error::Corruption(_) => 26,
+                Error::Storage(_) => 27,
+            };
+            variants.insert(variant);
+        }
+        assert_eq!(variants.len(), 28, "a variant has no sample in one_of_each");
+        samples
+    }
+
+    #[test]
+    fn every_variant_has_a_distinct_snake_case_kind() {
+        let samples = one_of_each();
+        let mut kinds = BTreeSet::new();
+        for e in &samples {
+            let kind = e.kind();
+            assert!(
+                !kind.is_empty()
+                    && kind.starts_with(|c: char| c.is_ascii_lowercase())
+                    && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                    && !kind.ends_with('_')
+                    && !kind.contains("__"),
+                "{kind:?} is not snake_case"
+            );
+            assert!(kinds.insert(kind), "two variants are named {kind:?}");
+        }
+        assert_eq!(kinds.len(), samples.len());
+    }
+
+    #[test]
+    fn a_long_value_is_quoted_cut_on_a_character_boundary_with_its_full_length() {
+        // Three-byte characters: a cut at byte 64 would fall inside one, and slicing there panics.
+        let message = Error::InvalidActor("€".repeat(1_000)).to_string();
+        assert!(
+            message.starts_with(&format!(
+                "invalid actor name \"{}…\" (1000 characters): ",
+                "€".repeat(64)
+            )),
+            "{message}"
+        );
+
+        let id = format!("{}\n{}", "a".repeat(63), "b".repeat(100));
+        let message = Error::InvalidId {
+            id,
+            problem: IdProblem::TooLong,
+        }
+        .to_string();
+        assert_eq!(
+            message,
+            format!(
+                "invalid session id \"{}\\n…\" (164 characters): it is longer than 128 characters",
+                "a".repeat(63)
+            )
+        );
+    }
+
+    #[test]
+    fn a_value_of_at_most_64_characters_is_quoted_whole() {
+        let pattern = "x".repeat(64);
+        assert_eq!(
+            Error::InvalidPattern {
+                pattern: pattern.clone(),
+                problem: "it holds a NUL",
+            }
+            .to_string(),
+            format!("invalid command pattern {pattern:?}: it holds a NUL")
+        );
+        assert_eq!(
+            Error::InvalidTaint("x'y\"z".into()).to_string(),
+            r#"unknown taint class "x'y\"z": expected public, private or secret"#
+        );
     }
 }

@@ -73,7 +73,7 @@ mod storage;
 
 pub use audit::{
     chain_hash, AuditEntry, AuditHead, AuditQuery, ChainProblem, Explanation, Verification,
-    GENESIS_HASH, LEDGER_ACTOR,
+    AUDIT_KINDS, GENESIS_HASH, LEDGER_ACTOR,
 };
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use config::{Config, Synchronous};

@@ -24,7 +24,7 @@ struct Cli {
     )]
     db: PathBuf,
 
-    /// Print JSON instead of text.
+    /// Print JSON instead of text; an error is then one JSON object on stderr, {"kind", "message"}.
     #[arg(long, global = true)]
     json: bool,
 
@@ -91,8 +91,14 @@ enum Command {
         /// Only rows about this session or any of its descendants.
         #[arg(long, value_name = "ID")]
         subtree: Option<String>,
-        /// Only rows of this kind (for example session.create, label.raise).
-        #[arg(long, value_name = "KIND")]
+        /// Only rows of this kind.
+        #[arg(
+            long,
+            value_name = "KIND",
+            value_parser = clap::builder::PossibleValuesParser::new(
+                session_ledger::AUDIT_KINDS.iter().copied()
+            )
+        )]
         kind: Option<String>,
         /// Only rows at or after this time (RFC 3339, like 2026-11-30T12:00:00Z).
         #[arg(long, value_name = "TIME")]
@@ -281,26 +287,41 @@ fn main() -> ExitCode {
             ) {
                 e.exit();
             }
-            eprintln!(
-                "session-ledger: error: {} (see --help)",
-                one_line(&e.to_string())
-            );
-            return ExitCode::from(2);
+            // The parser refused the arguments, so there is no `cli.json` to read: look for the
+            // flag among them, before a `--` (the words after it are a command line).
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            let message = format!("{} (see --help)", one_line(&e.to_string()));
+            return fail(json, "usage", &message, 2);
         }
     };
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("session-ledger: error: {e}");
-            // A combination of arguments the CLI refuses is a bad argument, like the ones the
-            // parser refuses; everything else, values the ledger checks included, is 1.
-            ExitCode::from(if matches!(e, CliError::Usage(_)) {
-                2
-            } else {
-                1
-            })
-        }
+        // The reader of stdout went away (`session-ledger audit | head -1`). Rust starts a
+        // program with SIGPIPE ignored, so the write failed with EPIPE instead of ending the
+        // process. End it quietly with 141 (128 + SIGPIPE), the status a shell gives a writer
+        // killed by SIGPIPE, as `cat` would be: nobody is reading, and scripts that check the
+        // status see the usual one. Mapping the error rather than restoring SIGPIPE's default
+        // at startup keeps the binary free of `unsafe` and of a libc binding.
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(141),
+        Err(e) => fail(cli.json, e.kind(), &e.to_string(), e.exit_code()),
     }
+}
+
+/// Reports an error as one line on stderr, a JSON object `{"kind", "message"}` with `--json`
+/// and `session-ledger: error: MESSAGE` without, and returns the exit status `code`.
+fn fail(json: bool, kind: &str, message: &str, code: u8) -> ExitCode {
+    if json {
+        eprintln!(
+            "{}",
+            serde_json::json!({ "kind": kind, "message": message })
+        );
+    } else {
+        eprintln!("session-ledger: error: {message}");
+    }
+    ExitCode::from(code)
 }
 
 /// Prints `value` as one line of JSON with `--json`, else the text `text` makes.
@@ -343,6 +364,29 @@ enum CliError {
     Json(#[from] serde_json::Error),
     #[error("the audit chain does not verify")]
     Unverified,
+}
+
+impl CliError {
+    /// The stable snake_case name `--json` prints as the error's `kind`: the ledger's own
+    /// ([`Error::kind`]), or one of the command line's, named so as not to clash with those.
+    fn kind(&self) -> &'static str {
+        match self {
+            CliError::Ledger(e) => e.kind(),
+            CliError::Usage(_) => "usage",
+            CliError::Io(_) => "io",
+            CliError::Json(_) => "json_encoding",
+            CliError::Unverified => "unverified_chain",
+        }
+    }
+
+    /// The exit status. A combination of arguments the CLI refuses is a bad argument, 2, like
+    /// the ones the parser refuses; everything else, values the ledger checks included, is 1.
+    fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
 }
 
 fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {

@@ -1016,3 +1016,136 @@ fn a_missing_argument_is_named_in_the_one_line_error() -> TestResult {
     assert_mentions(&r, "<ID>");
     Ok(())
 }
+
+#[test]
+fn an_error_under_json_is_one_json_object_with_a_kind_and_the_text_message() -> TestResult {
+    let fx = Fixture::populated()?;
+    let missing = Fixture::empty()?;
+    // (ledger, arguments after --json, kind, exit code as documented in README.md)
+    let cases: &[(&Path, &[&str], &str, i32)] = &[
+        (&fx.db, &["state", "a b"], "invalid_id", 1),
+        (
+            &fx.db,
+            &["create", "fresh", "--by", "nobody"],
+            "unknown_session",
+            1,
+        ),
+        (
+            &fx.db,
+            &["create", "fresh", "--by", "retired"],
+            "session_ended",
+            1,
+        ),
+        (&fx.db, &["create", "conductor"], "session_exists", 1),
+        (
+            &fx.db,
+            &["raise", "conductor", "--taint", "top"],
+            "invalid_taint",
+            1,
+        ),
+        (&fx.db, &["raise", "conductor"], "nothing_to_raise", 1),
+        (
+            &fx.db,
+            &["create", "fresh", "--actor", "two words"],
+            "invalid_actor",
+            1,
+        ),
+        (
+            &fx.db,
+            &["audit", "--since", "yesterday"],
+            "invalid_time",
+            1,
+        ),
+        (&missing.db, &["state", "x"], "no_ledger", 1),
+        (&fx.db, &["frobnicate"], "usage", 2),
+        (&fx.db, &["audit", "--limit", "many"], "usage", 2),
+        (
+            &fx.db,
+            &["revoke", "conductor", "--local", "--token", "t"],
+            "usage",
+            2,
+        ),
+    ];
+    for (db, args, kind, code) in cases {
+        let mut with_json = vec!["--json"];
+        with_json.extend_from_slice(args);
+        let what = format!("`{}`", with_json.join(" "));
+        let r = run(db, &with_json);
+        assert_clean_failure(&r, &what);
+        assert_eq!(r.status.code(), Some(*code), "{what}: {}", r.stderr);
+        let e = json_error(&r, &what)?;
+        assert_eq!(e["kind"], *kind, "{what}: {e}");
+        // The message is the text the command prints without --json.
+        let text = run(db, args);
+        assert_eq!(text.status.code(), Some(*code), "{what} without --json");
+        assert_eq!(
+            text.stderr,
+            format!(
+                "session-ledger: error: {}\n",
+                e["message"].as_str().unwrap_or("")
+            ),
+            "{what}: the JSON message and the text differ"
+        );
+    }
+    // --json counts wherever it stands, also when the parser refuses the rest.
+    let r = run(&fx.db, &["state", "conductor", "--json", "--colour"]);
+    assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
+    assert_eq!(
+        json_error(&r, "--json after the subcommand")?["kind"],
+        "usage"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_invalid_id_is_quoted_cut_to_a_readable_length_with_its_full_length() -> TestResult {
+    let fx = Fixture::populated()?;
+    let long = "a".repeat(10_000);
+    for args in [
+        &["state", long.as_str()][..],
+        &["create", &long],
+        &["create", "fresh", "--by", &long],
+        &["tree", &long],
+    ] {
+        let what = format!("`{}` with a 10,000-character id", args[0]);
+        let r = refused_unchanged(&fx.db, args)?;
+        assert!(r.stderr.len() < 200, "{what}: {} bytes", r.stderr.len());
+        assert!(
+            r.stderr
+                .contains("\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+                && r.stderr.contains("a…\" (10000 characters)"),
+            "{what}: {:?}",
+            r.stderr
+        );
+        assert_mentions(&r, "longer than 128 characters");
+    }
+    Ok(())
+}
+
+#[test]
+fn other_long_values_in_errors_are_quoted_cut_with_their_full_length() -> TestResult {
+    let fx = Fixture::populated()?;
+    let long = "x".repeat(5_000);
+    let long_ttl = "9".repeat(5_000);
+    let head = format!("--head={long}");
+    for args in [
+        &["create", "fresh", "--actor", long.as_str()][..],
+        &["raise", "conductor", "--taint", &long],
+        &["pattern", "add", "conductor", &long],
+        &["scope", "grant", "conductor", &long, "--ttl", "1h"],
+        &["scope", "grant", "conductor", "hotfix", "--ttl", &long_ttl],
+        &["revoke", "conductor", "--cascade", "--token", &long],
+        &["audit", "--since", &long],
+        &["verify", &head],
+    ] {
+        let what = format!("`{} {}` with a 5,000-character value", args[0], args[1]);
+        let r = refused_unchanged(&fx.db, args)?;
+        assert!(r.stderr.len() < 300, "{what}: {} bytes", r.stderr.len());
+        assert!(
+            r.stderr.contains("…\" (5000 characters)"),
+            "{what}: {:?}",
+            r.stderr
+        );
+    }
+    Ok(())
+}

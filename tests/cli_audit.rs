@@ -1484,3 +1484,91 @@ fn explain_writes_nothing_and_an_unmaterialized_child_stays_unmaterialized() -> 
     assert_eq!(state["taint"], "secret", "{state}");
     Ok(())
 }
+
+// ------------------------------------------------------------------------------------------------
+// the command line's small promises: known kinds, a broken chain under --json, a closed stdout
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn audit_kind_refuses_an_unknown_kind_with_a_usage_error_that_lists_the_known_kinds() -> TestResult
+{
+    let fx = Fixture::scenario()?;
+    for bad in ["session.craete", "bogus", "SESSION.CREATE", "label.*"] {
+        let r = refused_unchanged(&fx.db, &["audit", "--kind", bad])?;
+        assert_eq!(r.status.code(), Some(2), "--kind {bad:?}: {}", r.stderr);
+        for kind in session_ledger::AUDIT_KINDS {
+            assert_mentions(&r, kind);
+        }
+    }
+    let r = run(&fx.db, &["--json", "audit", "--kind", "bogus"]);
+    assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
+    let e = json_error(&r, "--json audit --kind bogus")?;
+    assert_eq!(e["kind"], "usage", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("session.create_refused")),
+        "{e}"
+    );
+    // Every known kind is still accepted, and filters.
+    for kind in session_ledger::AUDIT_KINDS {
+        let rows = audit_lines(&fx.db, &["--kind", kind])?;
+        assert!(rows.iter().all(|r| r["kind"] == *kind), "--kind {kind}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_chain_that_does_not_verify_under_json_is_an_unverified_chain_error_on_stderr() -> TestResult {
+    let fx = Fixture::scenario()?;
+    tamper(&fx.db, "UPDATE audit SET actor = 'mallory' WHERE seq = 2;")?;
+    let (code, v, r) = verify_json(&fx.db, &[])?;
+    assert_eq!(code, Some(1), "{}", r.stderr);
+    assert_eq!(v["ok"], false, "{v}");
+    let e = json_error(&r, "--json verify of an edited row")?;
+    assert_eq!(e["kind"], "unverified_chain", "{e}");
+    Ok(())
+}
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly_with_the_sigpipe_status() -> TestResult {
+    use session_ledger::{Config, Ledger, PostureLevel, Propagation, Synchronous};
+    use std::io::Read;
+    use std::process::Stdio;
+    let fx = Fixture::empty()?;
+    {
+        // About 2,000 rows: far more output than a pipe holds, so the command is still writing
+        // when the reader goes away.
+        let config = Config::default()
+            .max_live_children(5_000)
+            .creation_rate(100_000, Duration::from_secs(60))
+            .synchronous(Synchronous::Normal);
+        let ledger = Ledger::open_with(&fx.db, config)?;
+        ledger.create_root("conductor", "alice")?;
+        ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+        for i in 0..1_000 {
+            ledger.create_child(&format!("worker-{i}"), "conductor", "alice")?;
+        }
+        ledger.revoke("conductor", Propagation::Cascade { token: None }, "alice")?;
+    }
+    for args in [&["audit"][..], &["--json", "audit"]] {
+        let what = format!("`{} | head -c 16`", args.join(" "));
+        let mut child = command(&fx.db, args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let mut stdout = child.stdout.take().ok_or("no stdout pipe")?;
+        let mut first = [0u8; 16];
+        stdout.read_exact(&mut first)?;
+        drop(stdout);
+        let out = child.wait_with_output()?;
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "",
+            "{what}: printed on stderr"
+        );
+        // 141 = 128 + SIGPIPE, what a shell reports for a writer whose reader went away.
+        assert_eq!(out.status.code(), Some(141), "{what}: {}", out.status);
+    }
+    Ok(())
+}

@@ -18,15 +18,23 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed
-/// and then `vars` set.
-fn run_in<S: AsRef<OsStr>>(cwd: &Path, args: &[S], vars: &[(&str, &str)]) -> Run {
-    let out = Command::new(BIN)
+/// The binary to run in `cwd` with exactly `args`, with the ledger's environment variables
+/// removed and then `vars` set.
+fn command_in<S: AsRef<OsStr>>(cwd: &Path, args: &[S], vars: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(BIN);
+    command
         .args(args)
         .current_dir(cwd)
         .env_remove("SESSION_LEDGER_DB")
         .env_remove("SESSION_LEDGER_ACTOR")
-        .envs(vars.iter().copied())
+        .envs(vars.iter().copied());
+    command
+}
+
+/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed
+/// and then `vars` set.
+fn run_in<S: AsRef<OsStr>>(cwd: &Path, args: &[S], vars: &[(&str, &str)]) -> Run {
+    let out = command_in(cwd, args, vars)
         .output()
         .expect("the session-ledger binary runs");
     Run {
@@ -48,13 +56,45 @@ pub fn run(db: &Path, args: &[&str]) -> Run {
 
 /// Runs `session-ledger --db DB ARGS...` in DB's directory with `vars` set in its environment.
 pub fn run_env(db: &Path, vars: &[(&str, &str)], args: &[&str]) -> Run {
+    run_in(in_dir_of(db), &with_db(db, args), vars)
+}
+
+/// `--db DB ARGS...`.
+fn with_db<'a>(db: &'a Path, args: &[&'a str]) -> Vec<&'a OsStr> {
     let mut all: Vec<&OsStr> = vec![OsStr::new("--db"), db.as_os_str()];
-    all.extend(args.iter().map(OsStr::new));
-    run_in(
-        db.parent().expect("the ledger sits in a directory"),
-        &all,
-        vars,
-    )
+    all.extend(args.iter().map(|a| OsStr::new(*a)));
+    all
+}
+
+/// The directory the ledger `db` sits in, where the binary runs.
+fn in_dir_of(db: &Path) -> &Path {
+    db.parent().expect("the ledger sits in a directory")
+}
+
+/// `session-ledger --db DB ARGS...` in DB's directory, not started yet: for a test that drives
+/// the process's pipes itself.
+pub fn command(db: &Path, args: &[&str]) -> Command {
+    command_in(in_dir_of(db), &with_db(db, args), &[])
+}
+
+/// The error of a failed `--json` run: stderr is exactly one line, one JSON object with a
+/// snake_case `kind` and a non-empty `message`. Returns that object.
+pub fn json_error(r: &Run, what: &str) -> TestResult<Value> {
+    assert_one_error_line(r, what);
+    let v: Value = serde_json::from_str(&r.stderr)
+        .map_err(|e| format!("{what}: stderr is not one JSON value ({e}): {:?}", r.stderr))?;
+    let kind = v["kind"]
+        .as_str()
+        .ok_or_else(|| format!("{what}: no string `kind` in {v}"))?;
+    assert!(
+        !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+        "{what}: the kind {kind:?} is not snake_case"
+    );
+    assert!(
+        v["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{what}: no non-empty `message` in {v}"
+    );
+    Ok(v)
 }
 
 /// Runs the binary, requires success, and returns its stdout.
