@@ -172,3 +172,17 @@ impl FreshSessions {
         id
     }
 }
+
+/// The process's peak resident memory (`VmHWM` of /proc/self/status), in KiB: the whole
+/// process, so it bounds what the operations it ran needed. 0 where /proc is not available.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
