@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rusqlite::{Connection, OpenFlags};
 use session_ledger::{Config, Ledger, Synchronous};
 
 /// The actor of every bench call.
@@ -171,6 +172,53 @@ impl FreshSessions {
         flush_wal(&self.path);
         id
     }
+}
+
+/// A plain connection (creating the file if it is missing) in WAL mode with the ledger's
+/// pragmas (`storage::configure`), all of them, and its kept WAL file: the page cache and the
+/// checkpoint interval decide whether a large transaction spills pages to the WAL before it
+/// commits, and whether its commit runs a checkpoint.
+pub fn raw_connection(path: &Path) -> Connection {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open");
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        .expect("wal");
+    conn.pragma_update(None, "synchronous", "FULL")
+        .expect("sync");
+    conn.pragma_update(None, "foreign_keys", true).expect("fk");
+    conn.pragma_update(None, "trusted_schema", false)
+        .expect("trusted_schema");
+    conn.pragma_update(None, "cache_size", -16_384)
+        .expect("cache_size");
+    conn.pragma_update(None, "wal_autocheckpoint", 4_000)
+        .expect("wal_autocheckpoint");
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .expect("temp_store");
+    conn.busy_timeout(Duration::from_secs(30)).expect("busy");
+    keep_wal_file(&conn);
+    conn
+}
+
+/// `SQLITE_FCNTL_PERSIST_WAL`, as the ledger sets on its connections: the WAL file outlives the
+/// last connection, so a later one commits into blocks that already exist.
+pub fn keep_wal_file(conn: &Connection) {
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: a live connection used on this thread; the file control reads and writes one int
+    // through a pointer to `on`, alive for the call.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+            std::ptr::addr_of_mut!(on).cast(),
+        )
+    };
+    assert_eq!(rc, rusqlite::ffi::SQLITE_OK, "persist_wal");
 }
 
 /// The process's peak resident memory (`VmHWM` of /proc/self/status), in KiB: the whole
