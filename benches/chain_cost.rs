@@ -10,6 +10,8 @@
 //! chain_cost measure TEMPLATE WORKDIR
 //! ```
 
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -75,27 +77,13 @@ fn measure(template: &Path, work: &Path) -> Result<(), Box<dyn std::error::Error
         if unchained { "unchained" } else { "chained" },
         revoked.count,
         elapsed.as_secs_f64() * 1000.0,
-        peak_rss_kib()
+        support::peak_rss_kib()
     );
     drop(ledger);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     Ok(())
-}
-
-/// The process's peak resident memory (VmHWM), in KiB: the whole process, so it bounds what
-/// the cascade needed.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -49,7 +49,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use session_ledger::{
     chain_hash, format_ts, Config, Ledger, PostureLevel, Propagation, Raise, Synchronous, Taint,
 };
@@ -223,55 +223,9 @@ fn ledger_config() -> Config {
         .creation_rate(u32::MAX, Duration::from_secs(1))
 }
 
-/// A plain connection with the ledger's pragmas (`storage::configure`), all of them: the page
-/// cache and the checkpoint interval decide whether a large transaction spills pages to the WAL
-/// before it commits, and whether its commit runs a checkpoint.
-fn raw_connection(path: &Path) -> Connection {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .expect("open");
-    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
-        .expect("wal");
-    conn.pragma_update(None, "synchronous", "FULL")
-        .expect("sync");
-    conn.pragma_update(None, "foreign_keys", true).expect("fk");
-    conn.pragma_update(None, "trusted_schema", false)
-        .expect("trusted_schema");
-    conn.pragma_update(None, "cache_size", -16_384)
-        .expect("cache_size");
-    conn.pragma_update(None, "wal_autocheckpoint", 4_000)
-        .expect("wal_autocheckpoint");
-    conn.pragma_update(None, "temp_store", "MEMORY")
-        .expect("temp_store");
-    conn.busy_timeout(Duration::from_secs(30)).expect("busy");
-    keep_wal_file(&conn);
-    conn
-}
-
-/// `SQLITE_FCNTL_PERSIST_WAL`, as the ledger sets on its connections: the WAL file outlives the
-/// last connection, so a later one commits into blocks that already exist.
-fn keep_wal_file(conn: &Connection) {
-    let mut on: std::ffi::c_int = 1;
-    // SAFETY: a live connection used on this thread; the file control reads and writes one int
-    // through a pointer to `on`, alive for the call.
-    let rc = unsafe {
-        rusqlite::ffi::sqlite3_file_control(
-            conn.handle(),
-            c"main".as_ptr(),
-            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
-            std::ptr::addr_of_mut!(on).cast(),
-        )
-    };
-    assert_eq!(rc, rusqlite::ffi::SQLITE_OK, "persist_wal");
-}
-
 /// The raw twin of the labels table, filled with the same ids.
 fn raw_labels(dir: &Path, ids: &[String]) -> Connection {
-    let conn = raw_connection(&dir.join("raw.db"));
+    let conn = support::raw_connection(&dir.join("raw.db"));
     conn.execute_batch(
         "CREATE TABLE labels (session_id TEXT PRIMARY KEY NOT NULL, taint TEXT NOT NULL,
                               untrusted INTEGER NOT NULL) STRICT, WITHOUT ROWID;
@@ -432,7 +386,7 @@ fn reads(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
     // Not one of the issue's comparisons: the same read as one raw prepared statement on the
     // ledger's own tables (the join the ledger runs), to separate the library's overhead from
     // the cost of the layout.
-    let same = raw_connection(&dir.join("reads.db"));
+    let same = support::raw_connection(&dir.join("reads.db"));
     let join =
         "SELECT l.taint, l.untrusted, l.materialized_how, l.inherited_from, l.materialized_at,
                        l.raised_at, s.ended_at IS NOT NULL, p.posture, p.source, p.granted_by,
@@ -631,7 +585,7 @@ fn writes(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
     // commit into a WAL file that already exists.
     let raw_path = dir.join("raw-writes.db");
     {
-        let setup = raw_connection(&raw_path);
+        let setup = support::raw_connection(&raw_path);
         setup
             .execute_batch(
                 "CREATE TABLE sessions (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
@@ -649,7 +603,7 @@ fn writes(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
                 .expect("raw setup");
         }
     }
-    let raw = raw_connection(&raw_path);
+    let raw = support::raw_connection(&raw_path);
     let create_vs_raw = Pair::measure(
         "create_vs_raw",
         "raw INSERT transaction",
@@ -685,7 +639,7 @@ fn writes(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
     // the ledger's own file (its WAL file is the one the raise commits into). The row is the
     // label of `deep`, whose `raised_at` may change without an audit row only because this file
     // is thrown away.
-    let floor_conn = raw_connection(&path);
+    let floor_conn = support::raw_connection(&path);
     bounds.ceilings.push(Ceiling {
         times: Pair::measure(
             "raise_vs_json",
@@ -1005,7 +959,7 @@ fn cascade_one_row(conn: &Connection, statement: &str, root: &str) -> usize {
 /// Times `work` on a plain connection to `copy` (opened before the timer starts, as the
 /// ledger's handle is) and checks that it revoked `n` postures.
 fn timed_on_raw(copy: &Path, n: usize, work: impl FnOnce(&Connection) -> usize) -> Duration {
-    let conn = raw_connection(copy);
+    let conn = support::raw_connection(copy);
     let t = Instant::now();
     let count = work(&conn);
     let e = t.elapsed();

@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rusqlite::{Connection, OpenFlags};
 use session_ledger::{Config, Ledger, Synchronous};
 
 /// The actor of every bench call.
@@ -170,5 +171,206 @@ impl FreshSessions {
         self.made += 1;
         flush_wal(&self.path);
         id
+    }
+}
+
+/// A plain connection (creating the file if it is missing) in WAL mode with the ledger's
+/// pragmas (`storage::configure`), all of them, and its kept WAL file: the page cache and the
+/// checkpoint interval decide whether a large transaction spills pages to the WAL before it
+/// commits, and whether its commit runs a checkpoint.
+pub fn raw_connection(path: &Path) -> Connection {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open");
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        .expect("wal");
+    conn.pragma_update(None, "synchronous", "FULL")
+        .expect("sync");
+    conn.pragma_update(None, "foreign_keys", true).expect("fk");
+    conn.pragma_update(None, "trusted_schema", false)
+        .expect("trusted_schema");
+    conn.pragma_update(None, "cache_size", -16_384)
+        .expect("cache_size");
+    conn.pragma_update(None, "wal_autocheckpoint", 4_000)
+        .expect("wal_autocheckpoint");
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .expect("temp_store");
+    conn.busy_timeout(Duration::from_secs(30)).expect("busy");
+    keep_wal_file(&conn);
+    conn
+}
+
+/// `SQLITE_FCNTL_PERSIST_WAL`, as the ledger sets on its connections: the WAL file outlives the
+/// last connection, so a later one commits into blocks that already exist.
+pub fn keep_wal_file(conn: &Connection) {
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: a live connection used on this thread; the file control reads and writes one int
+    // through a pointer to `on`, alive for the call.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+            std::ptr::addr_of_mut!(on).cast(),
+        )
+    };
+    assert_eq!(rc, rusqlite::ffi::SQLITE_OK, "persist_wal");
+}
+
+/// The process's peak resident memory (`VmHWM` of /proc/self/status), in KiB: the whole
+/// process, so it bounds what the operations it ran needed. 0 where /proc is not available.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The nearest-rank `p`-th percentile (0 < `p` ≤ 100) of `values`, which need not be sorted.
+/// Panics on an empty slice.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    assert!(!values.is_empty(), "a percentile of no values");
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Copies the ledger at `from` (its file, and its `-wal` when there is one) to `to`, which must
+/// not be in use, and syncs the copies, so that a timed commit's fsync does not write them back.
+/// A stale `-wal` or `-shm` at `to` is removed first.
+pub fn copy_ledger(from: &Path, to: &Path) {
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(with_suffix(to, suffix));
+    }
+    for suffix in ["", "-wal"] {
+        let source = with_suffix(from, suffix);
+        if source.exists() {
+            let target = with_suffix(to, suffix);
+            std::fs::copy(&source, &target).expect("copy the ledger");
+            std::fs::File::open(&target)
+                .and_then(|f| f.sync_all())
+                .expect("sync the copy");
+        }
+    }
+}
+
+fn with_suffix(db: &Path, suffix: &str) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Sessions per tree of a [`Forest`]: a root, 10 children, 100 grandchildren and 889
+/// great-grandchildren.
+pub const TREE_SESSIONS: usize = 1_000;
+
+/// Children per session in a [`Forest`]'s trees.
+pub const TREE_FANOUT: usize = 10;
+
+/// How many sessions of each tree of a [`Forest`] are materialized: those at positions below
+/// this one (the root, the 10 children, the 100 grandchildren and the first 389
+/// great-grandchildren). The rest, the last 500 great-grandchildren, are not, and each has a
+/// materialized parent, so a first read of one walks one level.
+pub const TREE_MATERIALIZED: usize = 500;
+
+/// A ledger of `trees` trees of [`TREE_SESSIONS`] sessions each, the shape of the scale bench
+/// (`benches/scale.rs`): the same trees at every size, only more of them.
+///
+/// Sessions are named by position. Tree `t`'s root is `tree0007` (for `t` = 7); the session at
+/// breadth-first position `p` of a tree (0 for its root) is the child number
+/// `(p - 1) % TREE_FANOUT` of the session at position `(p - 1) / TREE_FANOUT`, named
+/// `<parent>.<k>` as [`grow_tree`] names it: position 1 is `tree0007.0`, position 11
+/// `tree0007.0.0`, position 111 `tree0007.0.0.0`. Ids are computed, not stored, so picking
+/// one costs nothing at any size.
+///
+/// Trees with an even number are trusted: their root is granted `trust` before anything below
+/// it is created, so every session below holds an inherited posture.
+#[derive(Debug, Clone, Copy)]
+pub struct Forest {
+    /// How many trees.
+    pub trees: usize,
+}
+
+impl Forest {
+    /// The version of the shape built by [`Forest::build`]: change it with the shape, so that
+    /// ledgers cached by the scale bench are built again.
+    pub const SHAPE_VERSION: u32 = 1;
+
+    /// The forest of `sessions` sessions, a multiple of [`TREE_SESSIONS`].
+    pub fn of_sessions(sessions: usize) -> Forest {
+        assert!(
+            sessions >= TREE_SESSIONS && sessions % TREE_SESSIONS == 0,
+            "a forest holds a whole number of {TREE_SESSIONS}-session trees, not {sessions} sessions"
+        );
+        Forest {
+            trees: sessions / TREE_SESSIONS,
+        }
+    }
+
+    /// How many sessions.
+    pub fn sessions(&self) -> usize {
+        self.trees * TREE_SESSIONS
+    }
+
+    /// Whether tree `t`'s root was granted `trust` before its descendants were created.
+    pub fn trusted(t: usize) -> bool {
+        t % 2 == 0
+    }
+
+    /// The root of tree `t`.
+    pub fn root(t: usize) -> String {
+        format!("tree{t:04}")
+    }
+
+    /// The session at breadth-first position `p` of tree `t` (see [`Forest`]).
+    pub fn id(t: usize, p: usize) -> String {
+        assert!(p < TREE_SESSIONS, "position {p} is outside a tree");
+        let mut digits = Vec::new();
+        let mut at = p;
+        while at > 0 {
+            digits.push((at - 1) % TREE_FANOUT);
+            at = (at - 1) / TREE_FANOUT;
+        }
+        let mut id = Forest::root(t);
+        for k in digits.iter().rev() {
+            id.push('.');
+            id.push_str(&k.to_string());
+        }
+        id
+    }
+
+    /// Builds the forest into a new ledger at `path` through the building handle ([`builder`]):
+    /// per tree, its root, the grant if it is trusted, the sessions below it ([`grow_tree`]),
+    /// then a first read of the first [`TREE_MATERIALIZED`] positions. Checkpoints at the end.
+    /// `progress` is called after each tree with the number of trees built.
+    pub fn build(&self, path: &Path, mut progress: impl FnMut(usize)) {
+        let builder = builder(path);
+        for t in 0..self.trees {
+            let root = Forest::root(t);
+            builder.create_root(&root, ACTOR).expect("root");
+            if Forest::trusted(t) {
+                builder
+                    .grant(&root, session_ledger::PostureLevel::Trust, ACTOR)
+                    .expect("grant");
+            }
+            let below = grow_tree(&builder, &root, TREE_SESSIONS - 1, TREE_FANOUT);
+            for (i, id) in below.iter().enumerate() {
+                assert_eq!(*id, Forest::id(t, i + 1), "grow_tree names by position");
+            }
+            materialize_all(&builder, &below[..TREE_MATERIALIZED - 1]);
+            progress(t + 1);
+        }
+        drop(builder);
+        checkpoint(path);
     }
 }
