@@ -1,4 +1,4 @@
-//! The scale bench of issue 14: what each operation costs as the ledger grows, measured on two
+//! The scale bench: what each operation costs as the ledger grows, measured on two
 //! ledgers of the same shape in one run, and the ratio large/small of the medians.
 //!
 //! ```text
@@ -31,7 +31,7 @@
 //!
 //! `ratio` is large p50 / small p50; `vs_floor` is an operation's ratio divided by the floor's
 //! (raw SQLite's point read on the same files, in the same run). Nothing here asserts a time:
-//! the `target` lines at the end compare with the issue's bounds, which are set for
+//! the `target` lines at the end compare with the scale targets, which are set for
 //! `SCALE_SESSIONS=1000000`. docs/performance.md explains each line.
 //!
 //! The bench binary re-executes itself with `--peak verify DB` or `--peak cascade DB ID` to run
@@ -143,16 +143,10 @@ fn main() {
         let m = measure(&sides, &ledgers);
         report.point(m);
     }
-    for measure in [subtree, preview, cascade] {
+    for measure in [subtree, tree, preview, cascade] {
         let m = measure(&sides, &ledgers);
         report.tree(m);
     }
-    // TODO(tree): `Ledger::tree(id)`, the one-call tree snapshot, is being added. Time it here
-    // like `subtree` (a different full branch each iteration) and pass it to `report.tree`.
-    report.not_measured(
-        "tree",
-        "Ledger::tree is not in the library yet (TODO(tree))",
-    );
     drop(ledgers);
 
     // From here on, nothing else has the files open: each open below is a process's first.
@@ -619,6 +613,18 @@ fn subtree(sides: &[Side; 2], ledgers: &[Ledger; 2]) -> Measured {
     Measured::new("subtree", times).note(format!("sessions={BRANCH_SESSIONS}"))
 }
 
+/// `tree` of a full branch: the tree view, with each session's label and posture, in one read.
+fn tree(sides: &[Side; 2], ledgers: &[Ledger; 2]) -> Measured {
+    let mut picks = Picks::both(sides, Trees::Trusted, FULL_BRANCHES, false);
+    let times = interleaved(TREE, |side| {
+        let id = picks[side].next();
+        let (took, nodes) = timed(|| ledgers[side].tree(&id).expect("tree"));
+        assert_eq!(nodes.len(), BRANCH_SESSIONS);
+        took
+    });
+    Measured::new("tree", times).note(format!("sessions={BRANCH_SESSIONS}"))
+}
+
 /// `revoke` with [`Propagation::Preview`] of a full branch: nothing changes.
 fn preview(sides: &[Side; 2], ledgers: &[Ledger; 2]) -> Measured {
     let mut picks = Picks::both(sides, Trees::Trusted, FULL_BRANCHES, false);
@@ -910,10 +916,10 @@ impl Report {
         }
     }
 
-    /// One `target` line per bound of issue 14, met or not met; never a panic.
+    /// One `target` line per scale target, met or not met; never a panic.
     fn summary(&self, large: usize) {
         println!(
-            "summary: the targets of issue 14 are for 1000000 sessions against 10000; this run \
+            "summary: the scale targets are for 1000000 sessions against 10000; this run \
              had {large}"
         );
         let verdict = |met: bool| if met { "met" } else { "not met" };
