@@ -438,3 +438,111 @@ fn an_audited_raise_commits_its_label_page_and_two_pages_of_the_trail() -> TestR
     assert_eq!(pages[pages.len() / 2], 3, "{pages:?}");
     Ok(())
 }
+
+// ------------------------------------------------------------------------------------------------
+// Revocation events (schema version 8)
+// ------------------------------------------------------------------------------------------------
+
+/// The `revocations` view: (seq, session, propagation, root, revocation), by seq.
+type RevocationRow = (i64, String, String, Option<String>, Option<i64>);
+
+fn revocation_rows(f: &Fixture) -> Vec<RevocationRow> {
+    let conn = f.sql();
+    let mut stmt = conn
+        .prepare(
+            "SELECT seq, session_id, propagation, root, revocation FROM revocations ORDER BY seq",
+        )
+        .expect("the revocations view");
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .expect("query");
+    rows.map(|r| r.expect("row")).collect()
+}
+
+/// A ledger whose clock stands still: every row has the same time, so time alone tells no two
+/// events apart.
+fn frozen() -> Fixture {
+    let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
+        "2026-01-01T00:00:00.000Z".parse().expect("time"),
+    ));
+    Fixture::with(Config::default().clock(clock))
+}
+
+#[test]
+fn two_cascades_from_one_root_have_different_revocation_ids() -> TestResult {
+    let f = frozen();
+    f.ledger.create_root("conductor", "alice")?;
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.build("conductor > w1 w2; w1 > w1a");
+    let first = f.ledger.audit_head()?.seq + 1;
+    let one = f
+        .ledger
+        .revoke("conductor", Propagation::Cascade { token: None }, "carol")?;
+    assert_eq!(one.count, 4);
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.build("conductor > w3");
+    let second = f.ledger.audit_head()?.seq + 1;
+    let two = f
+        .ledger
+        .revoke("conductor", Propagation::Cascade { token: None }, "carol")?;
+    assert_eq!(two.count, 2);
+
+    let rows = revocation_rows(&f);
+    let ids: Vec<Option<i64>> = rows.iter().map(|r| r.4).collect();
+    assert_eq!(
+        ids,
+        [
+            Some(first),
+            Some(first),
+            Some(first),
+            Some(first),
+            Some(second),
+            Some(second)
+        ],
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows[0].0, first,
+        "the identifier is the seq of the first row"
+    );
+    assert_eq!(rows[4].0, second);
+    // The identifier is in each row's detail, covered by the hash chain.
+    for row in f.ledger.audit(&AuditQuery::all().kind("posture.revoke"))? {
+        assert!(
+            row.detail["revocation"] == first || row.detail["revocation"] == second,
+            "{row:?}"
+        );
+    }
+    assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
+
+#[test]
+fn a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own() -> TestResult {
+    let f = frozen();
+    f.ledger.create_root("conductor", "alice")?;
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.build("conductor > w1 w2");
+    f.ledger.create_root("reviewer", "bob")?;
+    f.ledger
+        .grant("reviewer", PostureLevel::TrustReads, "bob")?;
+    let local = f.ledger.audit_head()?.seq + 1;
+    f.ledger.revoke("w1", Propagation::Local, "carol")?;
+    let global = f.ledger.audit_head()?.seq + 1;
+    assert_eq!(f.ledger.revoke_all("carol")?.count, 3);
+    let rows = revocation_rows(&f);
+    let events: Vec<(&str, Option<i64>)> = rows.iter().map(|r| (r.2.as_str(), r.4)).collect();
+    assert_eq!(
+        events,
+        [
+            ("local", Some(local)),
+            ("global", Some(global)),
+            ("global", Some(global)),
+            ("global", Some(global)),
+        ],
+        "{rows:?}"
+    );
+    Ok(())
+}

@@ -1484,3 +1484,66 @@ fn explain_writes_nothing_and_an_unmaterialized_child_stays_unmaterialized() -> 
     assert_eq!(state["taint"], "secret", "{state}");
     Ok(())
 }
+
+// ------------------------------------------------------------------------------------------------
+// revocation events
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn audit_json_shows_the_revocation_id_every_row_of_a_cascade_shares() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let first = head(&fx.db)?.0 + 1;
+    ok(
+        &fx.db,
+        &["revoke", "conductor", "--cascade", "--actor", "carol"],
+    )?;
+    ok(
+        &fx.db,
+        &["trust", "conductor", "--full", "--actor", "alice"],
+    )?;
+    ok(
+        &fx.db,
+        &[
+            "create",
+            "worker-3",
+            "--by",
+            "conductor",
+            "--actor",
+            "alice",
+        ],
+    )?;
+    let second = head(&fx.db)?.0 + 1;
+    ok(
+        &fx.db,
+        &["revoke", "conductor", "--cascade", "--actor", "carol"],
+    )?;
+    let revokes = audit_lines(&fx.db, &["--kind", "posture.revoke"])?;
+    let ids: Vec<(i64, i64)> = revokes
+        .iter()
+        .map(|r| {
+            (
+                r["seq"].as_i64().unwrap_or(0),
+                r["detail"]["revocation"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert!(ids.len() >= 4, "{ids:?}");
+    for (seq, id) in &ids {
+        let expected = if *seq < second { first } else { second };
+        assert_eq!(*id, expected, "{ids:?}");
+    }
+    assert_eq!(
+        ids.iter().filter(|(_, id)| *id == second).count(),
+        2,
+        "{ids:?}"
+    );
+    let conn = Connection::open_with_flags(&fx.db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let events: i64 = conn.query_row(
+        "SELECT count(DISTINCT revocation) FROM revocations",
+        [],
+        |r| r.get(0),
+    )?;
+    assert_eq!(events, 2);
+    assert!(ok(&fx.db, &["verify"])?.starts_with("OK"));
+    Ok(())
+}
