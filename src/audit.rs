@@ -146,6 +146,11 @@ pub enum ChainProblem {
     Truncated,
     /// The saved head's row exists but has another hash.
     HeadMismatch,
+    /// The row's time is before its predecessor's. The library never writes such a row, and
+    /// from schema version 8 on the schema refuses one, so it was written with the schema's
+    /// triggers dropped. (Rows written before version 8 are not checked for this where they
+    /// went back in time: see `audit_time_order` in docs/schema.md.)
+    TimeGoesBack,
 }
 
 impl fmt::Display for ChainProblem {
@@ -158,6 +163,7 @@ impl fmt::Display for ChainProblem {
                 "the saved head is past the end of the trail (rows removed from the end)"
             }
             ChainProblem::HeadMismatch => "its hash differs from the saved head's",
+            ChainProblem::TimeGoesBack => "its time is before the previous row's",
         })
     }
 }
@@ -205,6 +211,30 @@ pub struct AuditEntry {
 }
 
 /// Which audit rows to list. The default lists every row.
+///
+/// The filters combine. A listing reads what it lists, not the trail: rows about a session or a
+/// subtree are read through the index `audit_by_session`, and a time window and `before` are
+/// turned into a range of sequence numbers first (the window by a binary search over `seq`,
+/// since times never decrease along the trail), so only `kind` on its own, or with `limit`
+/// alone, reads the trail backwards from the newest row until it has found enough.
+///
+/// Pages: `limit` keeps the newest rows; to read on towards older ones, pass the smallest `seq`
+/// of a page as `before` of the next, until a page comes back empty.
+///
+/// ```
+/// # fn main() -> Result<(), session_ledger::Error> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use session_ledger::{AuditQuery, Ledger};
+/// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+/// for id in ["a", "b", "c", "d", "e"] {
+///     ledger.create_root(id, "alice")?;
+/// }
+/// let newest = ledger.audit(&AuditQuery::all().limit(2))?;
+/// assert_eq!(newest.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
+/// let older = ledger.audit(&AuditQuery::all().limit(2).before(newest[0].seq))?;
+/// assert_eq!(older.iter().map(|r| r.seq).collect::<Vec<_>>(), [2, 3]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AuditQuery {
@@ -220,6 +250,9 @@ pub struct AuditQuery {
     pub since: Option<DateTime<Utc>>,
     /// Only rows before this time.
     pub until: Option<DateTime<Utc>>,
+    /// Only rows whose sequence number is smaller than this: the page before one whose oldest
+    /// row had this `seq`.
+    pub before: Option<i64>,
 }
 
 impl AuditQuery {
@@ -263,6 +296,14 @@ impl AuditQuery {
         self.until = Some(until);
         self
     }
+
+    /// Only rows whose `seq` is smaller than `seq`. With [`limit`](AuditQuery::limit), the
+    /// newest `limit` of them: the next page towards older rows after a page whose oldest row
+    /// had this `seq`.
+    pub fn before(mut self, seq: i64) -> AuditQuery {
+        self.before = Some(seq);
+        self
+    }
 }
 
 /// Why a session holds what it holds: its label's provenance, its posture's chain back to the
@@ -292,12 +333,15 @@ mod ops {
     use crate::storage;
 
     impl Ledger {
-        /// The audit rows matching `query`, oldest first.
+        /// The audit rows matching `query`, oldest first. What it reads is said on
+        /// [`AuditQuery`]; the statements of one listing read one state of the file.
         ///
         /// # Errors
         ///
         /// [`Error::InvalidId`] for a malformed session or subtree id; [`Error::Storage`];
-        /// [`Error::Corruption`] for a row the library cannot read back.
+        /// [`Error::Corruption`] for a row the library cannot read back, and, for a listing by
+        /// time, when the one row of `audit_time_order` was deleted by hand (the ledger then
+        /// cannot tell which part of the trail is in time order).
         pub fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
             for id in [&query.session, &query.subtree].into_iter().flatten() {
                 validate_id(id)?;
@@ -319,7 +363,8 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::Storage`]. A chain that does not verify is not an error: see
+        /// [`Error::Storage`]; [`Error::Corruption`] when the one row of `audit_time_order`
+        /// was deleted by hand. A chain that does not verify is not an error: see
         /// [`Verification::ok`].
         ///
         /// # Example

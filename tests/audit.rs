@@ -219,7 +219,7 @@ fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema() -> TestResult
     let head = f.ledger.audit_head()?;
     let conn = f.sql();
     let insert = "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
-                  VALUES (?1, '2026-01-01T00:00:00.000Z', 'x', 'session.end', 'w1', '{}', ?2, ?3)";
+                  VALUES (?1, '2999-01-01T00:00:00.000Z', 'x', 'session.end', 'w1', '{}', ?2, ?3)";
     let good_hash = "a".repeat(64);
     for (seq, prev, hash) in [
         (head.seq + 2, head.hash.clone(), good_hash.clone()), // skips a seq
@@ -543,6 +543,231 @@ fn a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own() -> 
             ("global", Some(global)),
         ],
         "{rows:?}"
+    );
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Time order (schema version 8)
+// ------------------------------------------------------------------------------------------------
+
+/// Appends through a plain connection a row that extends the chain correctly, at `at`.
+fn append_by_hand(conn: &rusqlite::Connection, at: &str) -> rusqlite::Result<usize> {
+    let (seq, prev): (i64, String) = conn.query_row(
+        "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let seq = seq + 1;
+    let hash = chain_hash(&prev, seq, at, "mallory", "session.end", Some("w1"), "{}");
+    conn.execute(
+        "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+         VALUES (?1, ?2, 'mallory', 'session.end', 'w1', '{}', ?3, ?4)",
+        (seq, at, &prev, &hash),
+    )
+}
+
+#[test]
+fn a_row_whose_time_goes_back_is_refused_by_the_schema() -> TestResult {
+    let f = busy();
+    let conn = f.sql();
+    let err = append_by_hand(&conn, "2000-01-01T00:00:00.000Z").expect_err("refused");
+    assert!(err.to_string().contains("time"), "{err}");
+    // Switching CHECK constraints off does not let in a time of another form either.
+    conn.execute_batch("PRAGMA ignore_check_constraints = ON")?;
+    let err = append_by_hand(&conn, "~~~~").expect_err("refused");
+    assert!(err.to_string().contains("time"), "{err}");
+    // A row in order, correctly chained, is accepted.
+    append_by_hand(&conn, "2999-01-01T00:00:00.000Z")?;
+    assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
+
+#[test]
+fn a_row_whose_time_goes_back_is_detected_by_both_verifiers() -> TestResult {
+    let f = busy();
+    let head = f.ledger.audit_head()?;
+    let conn = f.sql();
+    conn.execute_batch("DROP TRIGGER audit_time_never_goes_back")?;
+    append_by_hand(&conn, "2000-01-01T00:00:00.000Z")?;
+    let v = f.ledger.verify(None)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem.clone()),
+        (Some(head.seq + 1), Some(ChainProblem::TimeGoesBack))
+    );
+    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Listing by time and by pages
+// ------------------------------------------------------------------------------------------------
+
+/// A ledger of a few hundred rows whose times step irregularly: often not at all (several rows
+/// in one millisecond), sometimes by a millisecond, sometimes by minutes.
+fn stepped() -> Fixture {
+    let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
+        "2026-01-01T00:00:00.000Z".parse().expect("time"),
+    ));
+    let f = Fixture::with(
+        Config::default()
+            .clock(clock.clone())
+            .max_live_children(u32::MAX)
+            .creation_rate(u32::MAX, Duration::from_secs(1)),
+    );
+    f.ledger.create_root("root", "op").expect("root");
+    for i in 0..300_i64 {
+        let parent = if i % 3 == 0 {
+            "root".to_owned()
+        } else {
+            format!("s{}", i - 1)
+        };
+        f.ledger
+            .create_child(&format!("s{i}"), &parent, "op")
+            .expect("create");
+        if i % 5 == 0 {
+            f.ledger.state(&format!("s{i}")).expect("first read");
+        }
+        if i % 4 == 0 {
+            f.ledger
+                .add_pattern("root", &format!("make t{i}"), "op")
+                .expect("pattern");
+        }
+        let step = match (i * 7) % 11 {
+            0..=4 => 0,
+            5..=7 => 1,
+            8 | 9 => 1_000,
+            _ => 300_000,
+        };
+        clock.advance(chrono::TimeDelta::milliseconds(step));
+    }
+    f
+}
+
+#[test]
+fn listing_by_time_finds_the_same_rows_as_a_filter_over_the_whole_trail() -> TestResult {
+    let f = stepped();
+    let all = f.ledger.audit(&AuditQuery::all())?;
+    assert!(all.len() > 300, "{} rows", all.len());
+    let first = all[0].at;
+    let last = all[all.len() - 1].at;
+    let ms = chrono::TimeDelta::milliseconds;
+    // Every stored time, the instants just around them, and times outside the trail.
+    let mut bounds = vec![first - ms(60_000), last + ms(60_000)];
+    for r in all.iter().step_by(7) {
+        bounds.extend([r.at, r.at - ms(1), r.at + ms(1)]);
+        bounds.push(r.at + chrono::TimeDelta::microseconds(300));
+    }
+    let window = |since: Option<chrono::DateTime<chrono::Utc>>,
+                  until: Option<chrono::DateTime<chrono::Utc>>|
+     -> Vec<i64> {
+        all.iter()
+            .filter(|r| since.is_none_or(|s| r.at >= s) && until.is_none_or(|u| r.at < u))
+            .map(|r| r.seq)
+            .collect()
+    };
+    let listed = |q: AuditQuery| -> Vec<i64> {
+        f.ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect()
+    };
+    for (i, &since) in bounds.iter().enumerate() {
+        assert_eq!(
+            listed(AuditQuery::all().since(since)),
+            window(Some(since), None),
+            "since {since}"
+        );
+        assert_eq!(
+            listed(AuditQuery::all().until(since)),
+            window(None, Some(since)),
+            "until {since}"
+        );
+        let until = bounds[(i * 13 + 5) % bounds.len()];
+        let expected = window(Some(since), Some(until));
+        assert_eq!(
+            listed(AuditQuery::all().since(since).until(until)),
+            expected,
+            "{since} .. {until}"
+        );
+        // With a limit: the newest rows of the window.
+        let newest: Vec<i64> = expected[expected.len().saturating_sub(5)..].to_vec();
+        assert_eq!(
+            listed(AuditQuery::all().since(since).until(until).limit(5)),
+            newest
+        );
+    }
+    Ok(())
+}
+
+/// Every page of `query` with `limit` rows, newest page first, following `before`.
+fn pages(f: &Fixture, query: &AuditQuery, limit: u32) -> Vec<Vec<i64>> {
+    let mut pages = Vec::new();
+    let mut q = query.clone().limit(limit);
+    loop {
+        let page: Vec<i64> = f
+            .ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect();
+        let Some(&oldest) = page.first() else {
+            break;
+        };
+        assert!(page.len() <= limit as usize);
+        assert!(
+            page.windows(2).all(|w| w[0] < w[1]),
+            "oldest first: {page:?}"
+        );
+        pages.push(page);
+        q = q.before(oldest);
+    }
+    pages
+}
+
+#[test]
+fn pages_before_a_seq_cover_the_trail_newest_first_without_overlap() -> TestResult {
+    let f = stepped();
+    let since = f.ledger.audit(&AuditQuery::all())?[100].at;
+    for query in [
+        AuditQuery::all(),
+        AuditQuery::all().kind("label.inherit"),
+        AuditQuery::all().session("root"),
+        AuditQuery::all().subtree("root").kind("label.inherit"),
+        AuditQuery::all().kind("session.create").since(since),
+        AuditQuery::all().since(since),
+    ] {
+        let everything: Vec<i64> = f.ledger.audit(&query)?.into_iter().map(|r| r.seq).collect();
+        assert!(everything.len() > 7, "{query:?}");
+        let pages = pages(&f, &query, 7);
+        assert!(pages[..pages.len() - 1].iter().all(|p| p.len() == 7));
+        let walked: Vec<i64> = pages.into_iter().rev().flatten().collect();
+        assert_eq!(walked, everything, "{query:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn before_lists_only_rows_with_a_smaller_seq_still_oldest_first() -> TestResult {
+    let f = busy();
+    let seqs = |q: AuditQuery| -> Vec<i64> {
+        f.ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect()
+    };
+    assert_eq!(seqs(AuditQuery::all().before(6)), [1, 2, 3, 4, 5]);
+    assert_eq!(seqs(AuditQuery::all().before(6).limit(2)), [4, 5]);
+    assert_eq!(seqs(AuditQuery::all().before(1)), Vec::<i64>::new());
+    let head = f.ledger.audit_head()?.seq;
+    assert_eq!(
+        seqs(AuditQuery::all().before(head + 100)).len() as i64,
+        head
     );
     Ok(())
 }

@@ -1486,6 +1486,128 @@ fn explain_writes_nothing_and_an_unmaterialized_child_stays_unmaterialized() -> 
 }
 
 // ------------------------------------------------------------------------------------------------
+// pages: --limit and --before
+// ------------------------------------------------------------------------------------------------
+
+/// `audit ARGS...` (with `--json` when asked): (rows' seqs, stderr).
+fn audit_page(db: &Path, json: bool, args: &[&str]) -> TestResult<(Vec<i64>, String)> {
+    let mut all = Vec::new();
+    if json {
+        all.push("--json");
+    }
+    all.push("audit");
+    all.extend_from_slice(args);
+    let r = run(db, &all);
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    let seqs = if json {
+        r.stdout
+            .lines()
+            .map(|l| {
+                Ok(serde_json::from_str::<Value>(l)?["seq"]
+                    .as_i64()
+                    .ok_or("seq")?)
+            })
+            .collect::<TestResult<Vec<i64>>>()?
+    } else {
+        r.stdout
+            .lines()
+            .map(|l| Ok(l.split_whitespace().next().ok_or("empty line")?.parse()?))
+            .collect::<TestResult<Vec<i64>>>()?
+    };
+    Ok((seqs, r.stderr))
+}
+
+#[test]
+fn audit_before_lists_the_newest_rows_before_that_seq_oldest_first() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seqs, _) = audit_page(&fx.db, true, &["--before", "9"])?;
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6, 7, 8]);
+    let (seqs, _) = audit_page(&fx.db, true, &["--before", "9", "--limit", "3"])?;
+    assert_eq!(seqs, [6, 7, 8]);
+    let (seqs, _) = audit_page(&fx.db, true, &["--before", "9", "--session", "conductor"])?;
+    let expected: Vec<i64> = seqs_where(&fx.db, "session_id = 'conductor' AND seq < 9")?;
+    assert_eq!(seqs, expected);
+    for bad in ["0", "-3", "x"] {
+        let r = run(&fx.db, &["audit", &format!("--before={bad}")]);
+        assert_eq!(r.status.code(), Some(2), "--before {bad}: {r:?}");
+        assert_one_error_line(&r, "a bad --before");
+    }
+    Ok(())
+}
+
+/// The seqs of the audit rows matching `condition`, by seq, read with SQL.
+fn seqs_where(db: &Path, condition: &str) -> TestResult<Vec<i64>> {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT seq FROM audit WHERE {condition} ORDER BY seq"
+    ))?;
+    let seqs = stmt.query_map([], |r| r.get(0))?;
+    Ok(seqs.collect::<Result<_, _>>()?)
+}
+
+#[test]
+fn audit_limit_names_the_next_page_on_stderr_and_the_pages_cover_the_trail() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let all = seqs(&audit_lines(&fx.db, &[])?);
+    for json in [false, true] {
+        let mut walked: Vec<Vec<i64>> = Vec::new();
+        let mut args = vec!["--limit".to_owned(), "4".to_owned()];
+        loop {
+            let borrowed: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (page, stderr) = audit_page(&fx.db, json, &borrowed)?;
+            let oldest = *page.first().ok_or("an empty page")?;
+            walked.push(page);
+            if stderr.is_empty() {
+                break;
+            }
+            assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+            let next = if json {
+                let hint: Value = serde_json::from_str(&stderr)?;
+                assert_eq!(
+                    hint.as_object().map(|o| o.len()),
+                    Some(1),
+                    "only next_before: {hint}"
+                );
+                hint["next_before"].as_i64().ok_or("next_before")?
+            } else {
+                stderr
+                    .trim_end()
+                    .strip_prefix("next page: --before ")
+                    .ok_or_else(|| format!("no next page hint: {stderr:?}"))?
+                    .parse()?
+            };
+            assert_eq!(next, oldest, "the next page starts before this one");
+            args = vec![
+                "--limit".to_owned(),
+                "4".to_owned(),
+                "--before".to_owned(),
+                next.to_string(),
+            ];
+        }
+        assert!(walked.len() > 3, "{walked:?}");
+        let joined: Vec<i64> = walked.into_iter().rev().flatten().collect();
+        assert_eq!(joined, all, "json {json}");
+    }
+    Ok(())
+}
+
+#[test]
+fn audit_names_no_next_page_when_nothing_older_matches() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let all = seqs(&audit_lines(&fx.db, &[])?);
+    let n = all.len().to_string();
+    // Exactly the whole trail in one page, a larger limit, and no limit at all.
+    for args in [&["--limit", n.as_str()][..], &["--limit", "10000"], &[]] {
+        for json in [false, true] {
+            let (page, stderr) = audit_page(&fx.db, json, args)?;
+            assert_eq!(page, all);
+            assert!(stderr.is_empty(), "{args:?}: {stderr:?}");
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
 // revocation events
 // ------------------------------------------------------------------------------------------------
 

@@ -462,6 +462,80 @@ fn version_7_ledger(path: &std::path::Path, rows: &[(&str, &str, &str, &str, &st
 }
 
 #[test]
+fn a_trail_whose_times_went_back_before_version_8_is_still_listed_by_time_correctly() -> TestResult
+{
+    use session_ledger::AuditQuery;
+    let dir = tempfile::tempdir()?;
+    let old = dir.path().join("old.db");
+    // Written by a build that took the wall clock as it was: the clock stepped back twice.
+    let times = [
+        "2026-01-01T10:00:00.000Z",
+        "2026-01-01T10:05:00.000Z",
+        "2026-01-01T10:10:00.000Z",
+        "2026-01-01T09:00:00.000Z", // back
+        "2026-01-01T09:30:00.000Z",
+        "2026-01-01T10:07:00.000Z",
+        "2026-01-01T10:01:00.000Z", // back: the last such row
+        "2026-01-01T10:20:00.000Z",
+        "2026-01-01T10:20:00.000Z",
+        "2026-01-01T10:40:00.000Z",
+    ];
+    let rows: Vec<_> = times
+        .iter()
+        .map(|at| (*at, "op", "session.root", "r", "{}"))
+        .collect();
+    version_7_ledger(&old, &rows)?;
+    let ledger = Ledger::open(&old)?;
+    let ordered_from: i64 =
+        raw(&old).query_row("SELECT ordered_from FROM audit_time_order", [], |r| {
+            r.get(0)
+        })?;
+    assert_eq!(ordered_from, 7);
+    assert!(
+        ledger.verify(None)?.ok,
+        "times that went back before are no tampering"
+    );
+
+    let at = |s: &str| -> chrono::DateTime<chrono::Utc> { s.parse().expect("time") };
+    let seqs = |q: AuditQuery| -> Vec<i64> {
+        ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect()
+    };
+    let window = |since: &str, until: &str| -> Vec<i64> {
+        (1..)
+            .zip(times)
+            .filter(|(_, t)| *t >= since && *t < until)
+            .map(|(seq, _)| seq)
+            .collect()
+    };
+    for (since, until) in [
+        ("2026-01-01T10:00:00.000Z", "2026-01-01T11:00:00.000Z"),
+        ("2026-01-01T09:15:00.000Z", "2026-01-01T10:06:00.000Z"),
+        ("2026-01-01T10:06:00.000Z", "2026-01-01T10:30:00.000Z"),
+        ("2026-01-01T08:00:00.000Z", "2026-01-01T09:45:00.000Z"),
+        ("2026-01-01T10:20:00.000Z", "2026-01-01T10:20:00.001Z"),
+    ] {
+        let expected = window(since, until);
+        assert_eq!(
+            seqs(AuditQuery::all().since(at(since)).until(at(until))),
+            expected,
+            "{since} .. {until}"
+        );
+        let newest = expected[expected.len().saturating_sub(2)..].to_vec();
+        assert_eq!(
+            seqs(AuditQuery::all().since(at(since)).until(at(until)).limit(2)),
+            newest,
+            "{since} .. {until}, the newest two"
+        );
+    }
+    Ok(())
+}
+
+#[test]
 fn revocations_written_before_version_8_are_told_apart_by_the_first_row_of_their_run() -> TestResult
 {
     let dir = tempfile::tempdir()?;
