@@ -93,7 +93,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// The head of the audit chain: the last row's sequence number and hash. Keep it somewhere
 /// else; [`Ledger::verify`](crate::Ledger::verify) given it also detects rows removed from the
-/// end since.
+/// end since, and [`Ledger::verify_from`](crate::Ledger::verify_from) checks only the rows
+/// written after it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditHead {
     /// The last row's sequence number (0 for an empty trail).
@@ -173,7 +174,9 @@ impl fmt::Display for ChainProblem {
 pub struct Verification {
     /// True when every row verifies (and the saved head, if given, matches).
     pub ok: bool,
-    /// How many rows were checked.
+    /// How many rows were read and checked: the whole trail for
+    /// [`Ledger::verify`](crate::Ledger::verify); the saved head's row and the rows after it
+    /// for [`Ledger::verify_from`](crate::Ledger::verify_from).
     pub rows: u64,
     /// The chain's head as found.
     pub head: AuditHead,
@@ -380,6 +383,48 @@ mod ops {
         /// ```
         pub fn verify(&self, saved: Option<&AuditHead>) -> Result<Verification> {
             self.storage.read(|c| storage::audit::verify(c, saved))
+        }
+
+        /// Verifies only what was written since `saved`, a head kept from
+        /// [`audit_head`](Ledger::audit_head) (and checked then): that the saved head's row
+        /// still has its hash and the contents that give it, and then the chain from it to the
+        /// newest row, as [`verify`](Ledger::verify) walks it. It reads the saved head's row
+        /// and the rows after it, by sequence number, and none before, so a daily check costs
+        /// a day's rows. A row changed before the saved head is for a full
+        /// [`verify`](Ledger::verify) to find.
+        ///
+        /// The problems reported: [`ChainProblem::Truncated`] when the trail now ends before
+        /// the saved head; [`ChainProblem::HeadMismatch`] when its row has another hash;
+        /// [`ChainProblem::Gap`] at the next row when its row is gone but later ones are left;
+        /// and any problem [`verify`](Ledger::verify) reports, for the rows after it. The saved
+        /// head of an empty trail (seq 0) verifies the whole trail.
+        ///
+        /// [`ChainProblem::Truncated`]: crate::ChainProblem::Truncated
+        /// [`ChainProblem::HeadMismatch`]: crate::ChainProblem::HeadMismatch
+        /// [`ChainProblem::Gap`]: crate::ChainProblem::Gap
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Storage`]; [`Error::Corruption`] as for [`verify`](Ledger::verify). A
+        /// chain that does not verify is not an error: see
+        /// [`Verification::ok`](crate::Verification::ok).
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// # fn main() -> Result<(), session_ledger::Error> {
+        /// # let dir = tempfile::tempdir().unwrap();
+        /// let ledger = session_ledger::Ledger::open(dir.path().join("ledger.db"))?;
+        /// ledger.create_root("conductor", "alice")?;
+        /// let yesterday = ledger.audit_head()?;
+        /// ledger.create_root("reviewer", "bob")?;
+        /// let v = ledger.verify_from(&yesterday)?;
+        /// assert!(v.ok);
+        /// assert_eq!(v.rows, 2); // the saved head's row and the one after it
+        /// # Ok(()) }
+        /// ```
+        pub fn verify_from(&self, saved: &AuditHead) -> Result<Verification> {
+            self.storage.read(|c| storage::audit::verify_from(c, saved))
         }
 
         /// Why `id` holds what it holds. Reads only: an unmaterialized session is explained as

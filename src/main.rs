@@ -115,6 +115,15 @@ enum Command {
         /// A head saved earlier (SEQ:HASH from `audit head`): also detect rows removed since.
         #[arg(long, value_name = "SEQ:HASH", allow_hyphen_values = true)]
         head: Option<String>,
+        /// A head saved earlier (SEQ:HASH from `audit head`): check that its row is unchanged
+        /// and walk only the rows after it, not the whole trail.
+        #[arg(
+            long,
+            value_name = "SEQ:HASH",
+            allow_hyphen_values = true,
+            conflicts_with = "head"
+        )]
+        from: Option<String>,
     },
     /// Explain why a session holds what it holds: label, posture chain, grants, audit rows.
     Explain {
@@ -591,14 +600,25 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                 let _ = writeln!(io::stderr(), "{hint}");
             }
         }
-        Command::Verify { head } => {
+        Command::Verify { head, from } => {
             let saved = head.as_deref().map(str::parse::<AuditHead>).transpose()?;
+            let from = from.as_deref().map(str::parse::<AuditHead>).transpose()?;
             let ledger = open_existing(&cli.db)?;
-            let v = ledger.verify(saved.as_ref())?;
+            let v = match &from {
+                Some(from) => ledger.verify_from(from)?,
+                None => ledger.verify(saved.as_ref())?,
+            };
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&v)?)?;
             } else if v.ok {
-                writeln!(out, "OK: {} rows verify; head {}", v.rows, v.head)?;
+                match &from {
+                    Some(from) => writeln!(
+                        out,
+                        "OK: {} rows verify from row {}; head {}",
+                        v.rows, from.seq, v.head
+                    )?,
+                    None => writeln!(out, "OK: {} rows verify; head {}", v.rows, v.head)?,
+                }
             } else {
                 let seq = v.first_bad_seq.unwrap_or(0);
                 let why = v

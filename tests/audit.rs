@@ -548,6 +548,124 @@ fn a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own() -> 
 }
 
 // ------------------------------------------------------------------------------------------------
+// verify from a saved head
+// ------------------------------------------------------------------------------------------------
+
+/// `busy()` with a head saved half-way, and ten more changes after it.
+fn busy_with_a_saved_head() -> (Fixture, AuditHead) {
+    let f = busy();
+    let saved = f.ledger.audit_head().expect("head");
+    for i in 0..10 {
+        f.ledger
+            .create_root(&format!("later-{i}"), "dave")
+            .expect("root");
+    }
+    (f, saved)
+}
+
+#[test]
+fn verify_from_a_saved_head_reads_only_the_rows_after_it() -> TestResult {
+    let (f, saved) = busy_with_a_saved_head();
+    let v = f.ledger.verify_from(&saved)?;
+    assert!(v.ok, "{v:?}");
+    assert_eq!(v.rows, 11, "the saved head's row and the ten after it");
+    assert_eq!(v.head, f.ledger.audit_head()?);
+
+    // A row edited before the saved head is not read: only the full walk reports it.
+    drop_guards(&f);
+    f.sql()
+        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = 3", [])?;
+    assert!(f.ledger.verify_from(&saved)?.ok);
+    let full = f.ledger.verify(None)?;
+    assert_eq!(
+        (full.first_bad_seq, full.problem),
+        (Some(3), Some(ChainProblem::HashMismatch))
+    );
+
+    // A row edited after it is reported.
+    let after = saved.seq + 4;
+    f.sql()
+        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = ?1", [after])?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert!(!v.ok);
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(after), Some(ChainProblem::HashMismatch))
+    );
+    assert_eq!(v.rows, 11, "the walk still reads to the end");
+    Ok(())
+}
+
+#[test]
+fn verify_from_detects_an_edit_of_the_saved_heads_own_row() -> TestResult {
+    let (f, saved) = busy_with_a_saved_head();
+    drop_guards(&f);
+    f.sql().execute(
+        "UPDATE audit SET detail = '{\"forged\":true}' WHERE seq = ?1",
+        [saved.seq],
+    )?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq), Some(ChainProblem::HashMismatch))
+    );
+    Ok(())
+}
+
+#[test]
+fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which() -> TestResult {
+    // Replaced: the saved row deleted and the tail rewritten, correctly chained.
+    let f = busy();
+    let saved = f.ledger.audit_head()?;
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
+    f.ledger.create_root("cover-up", "mallory")?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq), Some(ChainProblem::HeadMismatch))
+    );
+
+    // Removed from the middle: a gap where the saved row was.
+    let (f, saved) = busy_with_a_saved_head();
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq + 1), Some(ChainProblem::Gap))
+    );
+
+    // Cut off: the trail now ends before the saved head.
+    let (f, saved) = busy_with_a_saved_head();
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq >= ?1", [saved.seq - 2])?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem, v.rows),
+        (Some(saved.seq), Some(ChainProblem::Truncated), 0)
+    );
+    assert_eq!(v.head.seq, saved.seq - 3);
+    Ok(())
+}
+
+#[test]
+fn verify_from_the_genesis_head_walks_the_whole_trail() -> TestResult {
+    let f = busy();
+    let genesis: AuditHead = format!("0:{}", session_ledger::GENESIS_HASH).parse()?;
+    assert_eq!(f.ledger.verify_from(&genesis)?, f.ledger.verify(None)?);
+    let forged: AuditHead = format!("0:{}", "a".repeat(64)).parse()?;
+    assert_eq!(
+        f.ledger.verify_from(&forged)?.problem,
+        Some(ChainProblem::HeadMismatch)
+    );
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
 // Time order (schema version 8)
 // ------------------------------------------------------------------------------------------------
 
@@ -586,16 +704,21 @@ fn a_row_whose_time_goes_back_is_refused_by_the_schema() -> TestResult {
 #[test]
 fn a_row_whose_time_goes_back_is_detected_by_both_verifiers() -> TestResult {
     let f = busy();
-    let head = f.ledger.audit_head()?;
+    let saved = f.ledger.audit_head()?;
     let conn = f.sql();
     conn.execute_batch("DROP TRIGGER audit_time_never_goes_back")?;
     append_by_hand(&conn, "2000-01-01T00:00:00.000Z")?;
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
-        (Some(head.seq + 1), Some(ChainProblem::TimeGoesBack))
+        (Some(saved.seq + 1), Some(ChainProblem::TimeGoesBack))
     );
     assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq + 1), Some(ChainProblem::TimeGoesBack))
+    );
     Ok(())
 }
 

@@ -1608,6 +1608,98 @@ fn audit_names_no_next_page_when_nothing_older_matches() -> TestResult {
 }
 
 // ------------------------------------------------------------------------------------------------
+// verify --from
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn verify_from_a_saved_head_checks_only_the_rows_after_it() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seq, hash) = head(&fx.db)?;
+    let saved = format!("{seq}:{hash}");
+    for i in 0..5 {
+        ok(
+            &fx.db,
+            &["create", &format!("later-{i}"), "--actor", "dave"],
+        )?;
+    }
+    let (now, now_hash) = head(&fx.db)?;
+    let r = run(&fx.db, &["verify", "--from", &saved]);
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    assert_eq!(
+        r.stdout,
+        format!("OK: 6 rows verify from row {seq}; head {now}:{now_hash}\n")
+    );
+
+    // A row edited before the saved head: verify --from passes, the full walk does not.
+    tamper(&fx.db, "UPDATE audit SET actor = 'mallory' WHERE seq = 2;")?;
+    let (code, v, r) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_eq!(code, Some(0), "{r:?}");
+    assert_eq!(v["rows"], 6, "{v}");
+    let (code, v, _) = verify_json(&fx.db, &[])?;
+    assert_eq!(
+        (code, &v["first_bad_seq"]),
+        (Some(1), &Value::from(2)),
+        "{v}"
+    );
+
+    // A row edited after it fails verify --from at that row (the triggers are gone already).
+    Connection::open(&fx.db)?.execute(
+        "UPDATE audit SET actor = 'mallory' WHERE seq = ?1",
+        [seq + 2],
+    )?;
+    let r = run(&fx.db, &["verify", "--from", &saved]);
+    assert_fails_with_one_line(&r, "verify --from after an edit past the head");
+    assert!(
+        r.stdout.starts_with(&format!("FAILED at row {}:", seq + 2)),
+        "{r:?}"
+    );
+    let (_, v, _) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_eq!(v["problem"], "hash_mismatch", "{v}");
+    Ok(())
+}
+
+#[test]
+fn verify_from_a_head_cut_off_or_replaced_fails() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seq, hash) = head(&fx.db)?;
+    let saved = format!("{seq}:{hash}");
+    tamper(
+        &fx.db,
+        &format!("DELETE FROM audit WHERE seq > {};", seq - 2),
+    )?;
+    let (code, v, r) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_fails_with_one_line(&r, "verify --from after truncation");
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        (&v["first_bad_seq"], &v["problem"]),
+        (&Value::from(seq), &Value::from("truncated")),
+        "{v}"
+    );
+    ok(&fx.db, &["create", "forged-1", "--actor", "mallory"])?;
+    ok(&fx.db, &["create", "forged-2", "--actor", "mallory"])?;
+    let (code, v, _) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_eq!(code, Some(1));
+    assert_eq!(v["problem"], "head_mismatch", "{v}");
+    Ok(())
+}
+
+#[test]
+fn verify_from_and_head_together_are_refused_as_bad_arguments() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seq, hash) = head(&fx.db)?;
+    let saved = format!("{seq}:{hash}");
+    let r = run(&fx.db, &["verify", "--from", &saved, "--head", &saved]);
+    assert_eq!(r.status.code(), Some(2), "{r:?}");
+    assert_one_error_line(&r, "verify --from --head");
+    for bad in ["12", "x:y", ""] {
+        let r = run(&fx.db, &["verify", &format!("--from={bad}")]);
+        assert_refused(&r, &format!("verify --from {bad:?}"));
+        assert_mentions(&r, "head");
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
 // revocation events
 // ------------------------------------------------------------------------------------------------
 

@@ -27,8 +27,9 @@ pub(crate) const ORDERED_FROM_SQL: &str = "SELECT ordered_from FROM audit_time_o
 /// The first row at or after a seq, with its time: one probe of the binary search by time.
 pub(crate) const PROBE_SQL: &str = "SELECT seq, at FROM audit WHERE seq >= ?1 ORDER BY seq LIMIT 1";
 
-/// Every row from a seq on, oldest first: the walk of [`verify`]. SQLite steps through it one
-/// row at a time, so the walk holds one row in memory, not the trail.
+/// Every row from a seq on, oldest first: the walk of [`verify`] (from the first row) and of
+/// [`verify_from`] (from the saved head's row). SQLite steps through it one row at a time, so
+/// the walk holds one row in memory, not the trail.
 pub(crate) const WALK_SQL: &str = "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash
        FROM audit WHERE seq >= ?1 ORDER BY seq";
 
@@ -501,6 +502,50 @@ pub(crate) fn verify(conn: &Connection, saved: Option<&AuditHead>) -> Result<Ver
     Ok(walk.finish())
 }
 
+/// Checks that the saved head's row still has its hash (and contents that give it), then walks
+/// the chain from it to the newest row: it reads the rows from the saved head's seq on, by the
+/// table's key, and none before. The saved head of an empty trail (seq 0) walks the whole trail.
+pub(crate) fn verify_from(conn: &Connection, saved: &AuditHead) -> Result<Verification> {
+    if saved.seq <= 0 {
+        return verify(conn, Some(saved));
+    }
+    let _snapshot = snapshot(conn)?;
+    let ordered_from = ordered_from(conn)?;
+    let mut stmt = conn.prepare_cached(WALK_SQL)?;
+    let mut rows = stmt.query([saved.seq])?;
+    let Some(first) = rows.next()? else {
+        // Nothing at or after the saved head: rows were removed from the end.
+        drop(rows);
+        return Ok(Verification {
+            ok: false,
+            rows: 0,
+            head: head(conn)?,
+            first_bad_seq: Some(saved.seq),
+            problem: Some(ChainProblem::Truncated),
+        });
+    };
+    let first = WalkRow::read(first)?;
+    let mut walk = Walk::from_genesis(ordered_from);
+    let problem = if first.seq != saved.seq {
+        // The saved head's row is gone, and rows after it are left.
+        Some((first.seq, ChainProblem::Gap))
+    } else if first.hash != saved.hash {
+        Some((saved.seq, ChainProblem::HeadMismatch))
+    } else if !first.hash_matches() {
+        Some((saved.seq, ChainProblem::HashMismatch))
+    } else {
+        None
+    };
+    if let Some((seq, problem)) = problem {
+        walk.found(seq, Some(problem));
+    }
+    walk.advance(first);
+    while let Some(row) = rows.next()? {
+        walk.check(WalkRow::read(row)?);
+    }
+    Ok(walk.finish())
+}
+
 /// The `posture.grant` row behind `posture`: on its `granted_on` session, at its `granted_at`,
 /// by its `granted_by`, of its level. Times have whole milliseconds, so several grants on one
 /// session can share one; the actor and the level tell them apart unless they say the same
@@ -584,11 +629,11 @@ mod tests {
     }
 
     #[test]
-    fn listing_by_time_and_paging_read_ranges_of_seq_not_the_trail() -> Result<()> {
+    fn listing_by_time_paging_and_verify_from_read_ranges_of_seq_not_the_trail() -> Result<()> {
         let dir = tempfile::tempdir().expect("temp dir");
         let ledger = populated(dir.path())?;
         ledger.storage.read(|conn| {
-            // Every statement a listing by time or by page runs.
+            // Every statement a listing by time or by page runs, and the walk of verify_from.
             for (what, sql) in [
                 ("the head", HEAD_SQL),
                 ("the newest time", LATEST_TIME_SQL),
@@ -596,7 +641,7 @@ mod tests {
                 ("a range of seqs", LIST_SQL),
                 ("a session's range of seqs", LIST_BY_SESSION_SQL),
                 ("a subtree's range of seqs", LIST_BY_SUBTREE_SQL),
-                ("the walk of the chain", WALK_SQL),
+                ("the walk from a saved head", WALK_SQL),
             ] {
                 assert_searches_only(what, &plan(conn, sql)?);
             }
