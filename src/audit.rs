@@ -93,7 +93,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// The head of the audit chain: the last row's sequence number and hash. Keep it somewhere
 /// else; [`Ledger::verify`](crate::Ledger::verify) given it also detects rows removed from the
-/// end since.
+/// end since, and [`Ledger::verify_from`](crate::Ledger::verify_from) checks only the rows
+/// written after it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditHead {
     /// The last row's sequence number (0 for an empty trail).
@@ -146,6 +147,11 @@ pub enum ChainProblem {
     Truncated,
     /// The saved head's row exists but has another hash.
     HeadMismatch,
+    /// The row's time is before its predecessor's. The library never writes such a row, and
+    /// from schema version 8 on the schema refuses one, so it was written with the schema's
+    /// triggers dropped. (Rows written before version 8 are not checked for this where they
+    /// went back in time: see `audit_time_order` in docs/schema.md.)
+    TimeGoesBack,
 }
 
 impl fmt::Display for ChainProblem {
@@ -158,6 +164,7 @@ impl fmt::Display for ChainProblem {
                 "the saved head is past the end of the trail (rows removed from the end)"
             }
             ChainProblem::HeadMismatch => "its hash differs from the saved head's",
+            ChainProblem::TimeGoesBack => "its time is before the previous row's",
         })
     }
 }
@@ -167,7 +174,9 @@ impl fmt::Display for ChainProblem {
 pub struct Verification {
     /// True when every row verifies (and the saved head, if given, matches).
     pub ok: bool,
-    /// How many rows were checked.
+    /// How many rows were read and checked: the whole trail for
+    /// [`Ledger::verify`](crate::Ledger::verify); the saved head's row and the rows after it
+    /// for [`Ledger::verify_from`](crate::Ledger::verify_from).
     pub rows: u64,
     /// The chain's head as found.
     pub head: AuditHead,
@@ -233,6 +242,30 @@ pub struct AuditEntry {
 }
 
 /// Which audit rows to list. The default lists every row.
+///
+/// The filters combine. A listing reads what it lists, not the trail: rows about a session or a
+/// subtree are read through the index `audit_by_session`, and a time window and `before` are
+/// turned into a range of sequence numbers first (the window by a binary search over `seq`,
+/// since times never decrease along the trail), so only `kind` on its own, or with `limit`
+/// alone, reads the trail backwards from the newest row until it has found enough.
+///
+/// Pages: `limit` keeps the newest rows; to read on towards older ones, pass the smallest `seq`
+/// of a page as `before` of the next, until a page comes back empty.
+///
+/// ```
+/// # fn main() -> Result<(), session_ledger::Error> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// use session_ledger::{AuditQuery, Ledger};
+/// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+/// for id in ["a", "b", "c", "d", "e"] {
+///     ledger.create_root(id, "alice")?;
+/// }
+/// let newest = ledger.audit(&AuditQuery::all().limit(2))?;
+/// assert_eq!(newest.iter().map(|r| r.seq).collect::<Vec<_>>(), [4, 5]);
+/// let older = ledger.audit(&AuditQuery::all().limit(2).before(newest[0].seq))?;
+/// assert_eq!(older.iter().map(|r| r.seq).collect::<Vec<_>>(), [2, 3]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AuditQuery {
@@ -248,6 +281,9 @@ pub struct AuditQuery {
     pub since: Option<DateTime<Utc>>,
     /// Only rows before this time.
     pub until: Option<DateTime<Utc>>,
+    /// Only rows whose sequence number is smaller than this: the page before one whose oldest
+    /// row had this `seq`.
+    pub before: Option<i64>,
 }
 
 impl AuditQuery {
@@ -291,6 +327,14 @@ impl AuditQuery {
         self.until = Some(until);
         self
     }
+
+    /// Only rows whose `seq` is smaller than `seq`. With [`limit`](AuditQuery::limit), the
+    /// newest `limit` of them: the next page towards older rows after a page whose oldest row
+    /// had this `seq`.
+    pub fn before(mut self, seq: i64) -> AuditQuery {
+        self.before = Some(seq);
+        self
+    }
 }
 
 /// Why a session holds what it holds: its label's provenance, its posture's chain back to the
@@ -320,12 +364,15 @@ mod ops {
     use crate::storage;
 
     impl Ledger {
-        /// The audit rows matching `query`, oldest first.
+        /// The audit rows matching `query`, oldest first. What it reads is said on
+        /// [`AuditQuery`]; the statements of one listing read one state of the file.
         ///
         /// # Errors
         ///
         /// [`Error::InvalidId`] for a malformed session or subtree id; [`Error::Storage`];
-        /// [`Error::Corruption`] for a row the library cannot read back.
+        /// [`Error::Corruption`] for a row the library cannot read back, and, for a listing by
+        /// time, when the one row of `audit_time_order` was deleted by hand (the ledger then
+        /// cannot tell which part of the trail is in time order).
         pub fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
             for id in [&query.session, &query.subtree].into_iter().flatten() {
                 validate_id(id)?;
@@ -347,7 +394,8 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::Storage`]. A chain that does not verify is not an error: see
+        /// [`Error::Storage`]; [`Error::Corruption`] when the one row of `audit_time_order`
+        /// was deleted by hand. A chain that does not verify is not an error: see
         /// [`Verification::ok`].
         ///
         /// # Example
@@ -363,6 +411,48 @@ mod ops {
         /// ```
         pub fn verify(&self, saved: Option<&AuditHead>) -> Result<Verification> {
             self.storage.read(|c| storage::audit::verify(c, saved))
+        }
+
+        /// Verifies only what was written since `saved`, a head kept from
+        /// [`audit_head`](Ledger::audit_head) (and checked then): that the saved head's row
+        /// still has its hash and the contents that give it, and then the chain from it to the
+        /// newest row, as [`verify`](Ledger::verify) walks it. It reads the saved head's row
+        /// and the rows after it, by sequence number, and none before, so a daily check costs
+        /// a day's rows. A row changed before the saved head is for a full
+        /// [`verify`](Ledger::verify) to find.
+        ///
+        /// The problems reported: [`ChainProblem::Truncated`] when the trail now ends before
+        /// the saved head; [`ChainProblem::HeadMismatch`] when its row has another hash;
+        /// [`ChainProblem::Gap`] at the next row when its row is gone but later ones are left;
+        /// and any problem [`verify`](Ledger::verify) reports, for the rows after it. The saved
+        /// head of an empty trail (seq 0) verifies the whole trail.
+        ///
+        /// [`ChainProblem::Truncated`]: crate::ChainProblem::Truncated
+        /// [`ChainProblem::HeadMismatch`]: crate::ChainProblem::HeadMismatch
+        /// [`ChainProblem::Gap`]: crate::ChainProblem::Gap
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Storage`]; [`Error::Corruption`] as for [`verify`](Ledger::verify). A
+        /// chain that does not verify is not an error: see
+        /// [`Verification::ok`](crate::Verification::ok).
+        ///
+        /// # Example
+        ///
+        /// ```
+        /// # fn main() -> Result<(), session_ledger::Error> {
+        /// # let dir = tempfile::tempdir().unwrap();
+        /// let ledger = session_ledger::Ledger::open(dir.path().join("ledger.db"))?;
+        /// ledger.create_root("conductor", "alice")?;
+        /// let yesterday = ledger.audit_head()?;
+        /// ledger.create_root("reviewer", "bob")?;
+        /// let v = ledger.verify_from(&yesterday)?;
+        /// assert!(v.ok);
+        /// assert_eq!(v.rows, 2); // the saved head's row and the one after it
+        /// # Ok(()) }
+        /// ```
+        pub fn verify_from(&self, saved: &AuditHead) -> Result<Verification> {
+            self.storage.read(|c| storage::audit::verify_from(c, saved))
         }
 
         /// Why `id` holds what it holds. Reads only: an unmaterialized session is explained as

@@ -106,15 +106,30 @@ enum Command {
         /// Only rows before this time (RFC 3339).
         #[arg(long, value_name = "TIME")]
         until: Option<String>,
-        /// Only the most recent N rows.
+        /// Only the most recent N rows. When older rows match too, the last line on stderr
+        /// says how to list the next page: `next page: --before SEQ`, or with --json
+        /// `{"next_before": SEQ}`.
         #[arg(long, value_name = "N")]
         limit: Option<u32>,
+        /// Only rows whose sequence number is smaller than SEQ: the next page after one whose
+        /// oldest row is SEQ.
+        #[arg(long, value_name = "SEQ", value_parser = clap::value_parser!(i64).range(1..))]
+        before: Option<i64>,
     },
     /// Walk the audit hash chain; exit 0 only when every row verifies.
     Verify {
         /// A head saved earlier (SEQ:HASH from `audit head`): also detect rows removed since.
         #[arg(long, value_name = "SEQ:HASH", allow_hyphen_values = true)]
         head: Option<String>,
+        /// A head saved earlier (SEQ:HASH from `audit head`): check that its row is unchanged
+        /// and walk only the rows after it, not the whole trail.
+        #[arg(
+            long,
+            value_name = "SEQ:HASH",
+            allow_hyphen_values = true,
+            conflicts_with = "head"
+        )]
+        from: Option<String>,
     },
     /// Explain why a session holds what it holds: label, posture chain, grants, audit rows.
     Explain {
@@ -600,6 +615,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             since,
             until,
             limit,
+            before,
         } => {
             let mut query = AuditQuery::all();
             query.since = since.as_deref().map(parse_time).transpose()?;
@@ -607,18 +623,46 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             query.session = session.clone();
             query.subtree = subtree.clone();
             query.kind = kind.clone();
-            query.limit = *limit;
+            query.before = *before;
+            // One row more than the page, to know whether an older page follows.
+            query.limit = limit.map(|n| n.saturating_add(1));
             let ledger = open_existing(&cli.db)?;
-            print_audit(out, cli.json, &ledger.audit(&query)?)?;
+            let mut rows = ledger.audit(&query)?;
+            let more = limit.is_some_and(|n| rows.len() > n as usize);
+            if more {
+                rows.remove(0);
+            }
+            print_audit(out, cli.json, &rows)?;
+            if let (true, Some(oldest)) = (more, rows.first()) {
+                out.flush()?;
+                let hint = if cli.json {
+                    serde_json::json!({ "next_before": oldest.seq }).to_string()
+                } else {
+                    format!("next page: --before {}", oldest.seq)
+                };
+                // A closed stderr has nobody to tell.
+                let _ = writeln!(io::stderr(), "{hint}");
+            }
         }
-        Command::Verify { head } => {
+        Command::Verify { head, from } => {
             let saved = head.as_deref().map(str::parse::<AuditHead>).transpose()?;
+            let from = from.as_deref().map(str::parse::<AuditHead>).transpose()?;
             let ledger = open_existing(&cli.db)?;
-            let v = ledger.verify(saved.as_ref())?;
+            let v = match &from {
+                Some(from) => ledger.verify_from(from)?,
+                None => ledger.verify(saved.as_ref())?,
+            };
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&v)?)?;
             } else if v.ok {
-                writeln!(out, "OK: {} rows verify; head {}", v.rows, v.head)?;
+                match &from {
+                    Some(from) => writeln!(
+                        out,
+                        "OK: {} rows verify from row {}; head {}",
+                        v.rows, from.seq, v.head
+                    )?,
+                    None => writeln!(out, "OK: {} rows verify; head {}", v.rows, v.head)?,
+                }
             } else {
                 let seq = v.first_bad_seq.unwrap_or(0);
                 let why = v

@@ -433,6 +433,8 @@ mod ops {
         }
     }
 
+    /// Writes one `posture.revoke` row per posture `removed`, each with the revocation
+    /// event's identifier (`"revocation"`: the seq of the event's first row).
     fn audit_removed(
         tx: &rusqlite::Transaction<'_>,
         now: &str,
@@ -449,15 +451,20 @@ mod ops {
             granted_on: &'a str,
             posture: PostureLevel,
             propagation: &'a str,
+            revocation: i64,
             root: Option<&'a str>,
             source: &'a str,
         }
+        // The event's identifier, shared by all its rows: the seq its first row is about to
+        // take. Writes are serialized, so nothing else can take it first.
+        let revocation = storage::audit::head(tx)?.seq + 1;
         let rows = removed.iter().map(|r| {
             let detail = Detail {
                 current: r.affected.current,
                 granted_on: &r.granted_on,
                 posture: r.affected.posture,
                 propagation,
+                revocation,
                 root,
                 source: r.source,
             };

@@ -219,7 +219,7 @@ fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema() -> TestResult
     let head = f.ledger.audit_head()?;
     let conn = f.sql();
     let insert = "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
-                  VALUES (?1, '2026-01-01T00:00:00.000Z', 'x', 'session.end', 'w1', '{}', ?2, ?3)";
+                  VALUES (?1, '2999-01-01T00:00:00.000Z', 'x', 'session.end', 'w1', '{}', ?2, ?3)";
     let good_hash = "a".repeat(64);
     for (seq, prev, hash) in [
         (head.seq + 2, head.hash.clone(), good_hash.clone()), // skips a seq
@@ -436,5 +436,461 @@ fn an_audited_raise_commits_its_label_page_and_two_pages_of_the_trail() -> TestR
     // whose audit row fills the trail's last page splits it and writes more.)
     pages.sort_unstable();
     assert_eq!(pages[pages.len() / 2], 3, "{pages:?}");
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Revocation events (schema version 8)
+// ------------------------------------------------------------------------------------------------
+
+/// The `revocations` view: (seq, session, propagation, root, revocation), by seq.
+type RevocationRow = (i64, String, String, Option<String>, Option<i64>);
+
+fn revocation_rows(f: &Fixture) -> Vec<RevocationRow> {
+    let conn = f.sql();
+    let mut stmt = conn
+        .prepare(
+            "SELECT seq, session_id, propagation, root, revocation FROM revocations ORDER BY seq",
+        )
+        .expect("the revocations view");
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .expect("query");
+    rows.map(|r| r.expect("row")).collect()
+}
+
+/// A ledger whose clock stands still: every row has the same time, so time alone tells no two
+/// events apart.
+fn frozen() -> Fixture {
+    let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
+        "2026-01-01T00:00:00.000Z".parse().expect("time"),
+    ));
+    Fixture::with(Config::default().clock(clock))
+}
+
+#[test]
+fn two_cascades_from_one_root_have_different_revocation_ids() -> TestResult {
+    let f = frozen();
+    f.ledger.create_root("conductor", "alice")?;
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.build("conductor > w1 w2; w1 > w1a");
+    let first = f.ledger.audit_head()?.seq + 1;
+    let one = f
+        .ledger
+        .revoke("conductor", Propagation::Cascade { token: None }, "carol")?;
+    assert_eq!(one.count, 4);
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.build("conductor > w3");
+    let second = f.ledger.audit_head()?.seq + 1;
+    let two = f
+        .ledger
+        .revoke("conductor", Propagation::Cascade { token: None }, "carol")?;
+    assert_eq!(two.count, 2);
+
+    let rows = revocation_rows(&f);
+    let ids: Vec<Option<i64>> = rows.iter().map(|r| r.4).collect();
+    assert_eq!(
+        ids,
+        [
+            Some(first),
+            Some(first),
+            Some(first),
+            Some(first),
+            Some(second),
+            Some(second)
+        ],
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows[0].0, first,
+        "the identifier is the seq of the first row"
+    );
+    assert_eq!(rows[4].0, second);
+    // The identifier is in each row's detail, covered by the hash chain.
+    for row in f.ledger.audit(&AuditQuery::all().kind("posture.revoke"))? {
+        assert!(
+            row.detail["revocation"] == first || row.detail["revocation"] == second,
+            "{row:?}"
+        );
+    }
+    assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
+
+#[test]
+fn a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own() -> TestResult {
+    let f = frozen();
+    f.ledger.create_root("conductor", "alice")?;
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.build("conductor > w1 w2");
+    f.ledger.create_root("reviewer", "bob")?;
+    f.ledger
+        .grant("reviewer", PostureLevel::TrustReads, "bob")?;
+    let local = f.ledger.audit_head()?.seq + 1;
+    f.ledger.revoke("w1", Propagation::Local, "carol")?;
+    let global = f.ledger.audit_head()?.seq + 1;
+    assert_eq!(f.ledger.revoke_all("carol")?.count, 3);
+    let rows = revocation_rows(&f);
+    let events: Vec<(&str, Option<i64>)> = rows.iter().map(|r| (r.2.as_str(), r.4)).collect();
+    assert_eq!(
+        events,
+        [
+            ("local", Some(local)),
+            ("global", Some(global)),
+            ("global", Some(global)),
+            ("global", Some(global)),
+        ],
+        "{rows:?}"
+    );
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// verify from a saved head
+// ------------------------------------------------------------------------------------------------
+
+/// `busy()` with a head saved half-way, and ten more changes after it.
+fn busy_with_a_saved_head() -> (Fixture, AuditHead) {
+    let f = busy();
+    let saved = f.ledger.audit_head().expect("head");
+    for i in 0..10 {
+        f.ledger
+            .create_root(&format!("later-{i}"), "dave")
+            .expect("root");
+    }
+    (f, saved)
+}
+
+#[test]
+fn verify_from_a_saved_head_reads_only_the_rows_after_it() -> TestResult {
+    let (f, saved) = busy_with_a_saved_head();
+    let v = f.ledger.verify_from(&saved)?;
+    assert!(v.ok, "{v:?}");
+    assert_eq!(v.rows, 11, "the saved head's row and the ten after it");
+    assert_eq!(v.head, f.ledger.audit_head()?);
+
+    // A row edited before the saved head is not read: only the full walk reports it.
+    drop_guards(&f);
+    f.sql()
+        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = 3", [])?;
+    assert!(f.ledger.verify_from(&saved)?.ok);
+    let full = f.ledger.verify(None)?;
+    assert_eq!(
+        (full.first_bad_seq, full.problem),
+        (Some(3), Some(ChainProblem::HashMismatch))
+    );
+
+    // A row edited after it is reported.
+    let after = saved.seq + 4;
+    f.sql()
+        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = ?1", [after])?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert!(!v.ok);
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(after), Some(ChainProblem::HashMismatch))
+    );
+    assert_eq!(v.rows, 11, "the walk still reads to the end");
+    Ok(())
+}
+
+#[test]
+fn verify_from_detects_an_edit_of_the_saved_heads_own_row() -> TestResult {
+    let (f, saved) = busy_with_a_saved_head();
+    drop_guards(&f);
+    f.sql().execute(
+        "UPDATE audit SET detail = '{\"forged\":true}' WHERE seq = ?1",
+        [saved.seq],
+    )?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq), Some(ChainProblem::HashMismatch))
+    );
+    Ok(())
+}
+
+#[test]
+fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which() -> TestResult {
+    // Replaced: the saved row deleted and the tail rewritten, correctly chained.
+    let f = busy();
+    let saved = f.ledger.audit_head()?;
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
+    f.ledger.create_root("cover-up", "mallory")?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq), Some(ChainProblem::HeadMismatch))
+    );
+
+    // Removed from the middle: a gap where the saved row was.
+    let (f, saved) = busy_with_a_saved_head();
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq + 1), Some(ChainProblem::Gap))
+    );
+
+    // Cut off: the trail now ends before the saved head.
+    let (f, saved) = busy_with_a_saved_head();
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq >= ?1", [saved.seq - 2])?;
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem, v.rows),
+        (Some(saved.seq), Some(ChainProblem::Truncated), 0)
+    );
+    assert_eq!(v.head.seq, saved.seq - 3);
+    Ok(())
+}
+
+#[test]
+fn verify_from_the_genesis_head_walks_the_whole_trail() -> TestResult {
+    let f = busy();
+    let genesis: AuditHead = format!("0:{}", session_ledger::GENESIS_HASH).parse()?;
+    assert_eq!(f.ledger.verify_from(&genesis)?, f.ledger.verify(None)?);
+    let forged: AuditHead = format!("0:{}", "a".repeat(64)).parse()?;
+    assert_eq!(
+        f.ledger.verify_from(&forged)?.problem,
+        Some(ChainProblem::HeadMismatch)
+    );
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Time order (schema version 8)
+// ------------------------------------------------------------------------------------------------
+
+/// Appends through a plain connection a row that extends the chain correctly, at `at`.
+fn append_by_hand(conn: &rusqlite::Connection, at: &str) -> rusqlite::Result<usize> {
+    let (seq, prev): (i64, String) = conn.query_row(
+        "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let seq = seq + 1;
+    let hash = chain_hash(&prev, seq, at, "mallory", "session.end", Some("w1"), "{}");
+    conn.execute(
+        "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+         VALUES (?1, ?2, 'mallory', 'session.end', 'w1', '{}', ?3, ?4)",
+        (seq, at, &prev, &hash),
+    )
+}
+
+#[test]
+fn a_row_whose_time_goes_back_is_refused_by_the_schema() -> TestResult {
+    let f = busy();
+    let conn = f.sql();
+    let err = append_by_hand(&conn, "2000-01-01T00:00:00.000Z").expect_err("refused");
+    assert!(err.to_string().contains("time"), "{err}");
+    // Switching CHECK constraints off does not let in a time of another form either.
+    conn.execute_batch("PRAGMA ignore_check_constraints = ON")?;
+    let err = append_by_hand(&conn, "~~~~").expect_err("refused");
+    assert!(err.to_string().contains("time"), "{err}");
+    // A row in order, correctly chained, is accepted.
+    append_by_hand(&conn, "2999-01-01T00:00:00.000Z")?;
+    assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
+
+#[test]
+fn a_row_whose_time_goes_back_is_detected_by_both_verifiers() -> TestResult {
+    let f = busy();
+    let saved = f.ledger.audit_head()?;
+    let conn = f.sql();
+    conn.execute_batch("DROP TRIGGER audit_time_never_goes_back")?;
+    append_by_hand(&conn, "2000-01-01T00:00:00.000Z")?;
+    let v = f.ledger.verify(None)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem.clone()),
+        (Some(saved.seq + 1), Some(ChainProblem::TimeGoesBack))
+    );
+    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    let v = f.ledger.verify_from(&saved)?;
+    assert_eq!(
+        (v.first_bad_seq, v.problem),
+        (Some(saved.seq + 1), Some(ChainProblem::TimeGoesBack))
+    );
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Listing by time and by pages
+// ------------------------------------------------------------------------------------------------
+
+/// A ledger of a few hundred rows whose times step irregularly: often not at all (several rows
+/// in one millisecond), sometimes by a millisecond, sometimes by minutes.
+fn stepped() -> Fixture {
+    let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
+        "2026-01-01T00:00:00.000Z".parse().expect("time"),
+    ));
+    let f = Fixture::with(
+        Config::default()
+            .clock(clock.clone())
+            .max_live_children(u32::MAX)
+            .creation_rate(u32::MAX, Duration::from_secs(1)),
+    );
+    f.ledger.create_root("root", "op").expect("root");
+    for i in 0..300_i64 {
+        let parent = if i % 3 == 0 {
+            "root".to_owned()
+        } else {
+            format!("s{}", i - 1)
+        };
+        f.ledger
+            .create_child(&format!("s{i}"), &parent, "op")
+            .expect("create");
+        if i % 5 == 0 {
+            f.ledger.state(&format!("s{i}")).expect("first read");
+        }
+        if i % 4 == 0 {
+            f.ledger
+                .add_pattern("root", &format!("make t{i}"), "op")
+                .expect("pattern");
+        }
+        let step = match (i * 7) % 11 {
+            0..=4 => 0,
+            5..=7 => 1,
+            8 | 9 => 1_000,
+            _ => 300_000,
+        };
+        clock.advance(chrono::TimeDelta::milliseconds(step));
+    }
+    f
+}
+
+#[test]
+fn listing_by_time_finds_the_same_rows_as_a_filter_over_the_whole_trail() -> TestResult {
+    let f = stepped();
+    let all = f.ledger.audit(&AuditQuery::all())?;
+    assert!(all.len() > 300, "{} rows", all.len());
+    let first = all[0].at;
+    let last = all[all.len() - 1].at;
+    let ms = chrono::TimeDelta::milliseconds;
+    // Every stored time, the instants just around them, and times outside the trail.
+    let mut bounds = vec![first - ms(60_000), last + ms(60_000)];
+    for r in all.iter().step_by(7) {
+        bounds.extend([r.at, r.at - ms(1), r.at + ms(1)]);
+        bounds.push(r.at + chrono::TimeDelta::microseconds(300));
+    }
+    let window = |since: Option<chrono::DateTime<chrono::Utc>>,
+                  until: Option<chrono::DateTime<chrono::Utc>>|
+     -> Vec<i64> {
+        all.iter()
+            .filter(|r| since.is_none_or(|s| r.at >= s) && until.is_none_or(|u| r.at < u))
+            .map(|r| r.seq)
+            .collect()
+    };
+    let listed = |q: AuditQuery| -> Vec<i64> {
+        f.ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect()
+    };
+    for (i, &since) in bounds.iter().enumerate() {
+        assert_eq!(
+            listed(AuditQuery::all().since(since)),
+            window(Some(since), None),
+            "since {since}"
+        );
+        assert_eq!(
+            listed(AuditQuery::all().until(since)),
+            window(None, Some(since)),
+            "until {since}"
+        );
+        let until = bounds[(i * 13 + 5) % bounds.len()];
+        let expected = window(Some(since), Some(until));
+        assert_eq!(
+            listed(AuditQuery::all().since(since).until(until)),
+            expected,
+            "{since} .. {until}"
+        );
+        // With a limit: the newest rows of the window.
+        let newest: Vec<i64> = expected[expected.len().saturating_sub(5)..].to_vec();
+        assert_eq!(
+            listed(AuditQuery::all().since(since).until(until).limit(5)),
+            newest
+        );
+    }
+    Ok(())
+}
+
+/// Every page of `query` with `limit` rows, newest page first, following `before`.
+fn pages(f: &Fixture, query: &AuditQuery, limit: u32) -> Vec<Vec<i64>> {
+    let mut pages = Vec::new();
+    let mut q = query.clone().limit(limit);
+    loop {
+        let page: Vec<i64> = f
+            .ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect();
+        let Some(&oldest) = page.first() else {
+            break;
+        };
+        assert!(page.len() <= limit as usize);
+        assert!(
+            page.windows(2).all(|w| w[0] < w[1]),
+            "oldest first: {page:?}"
+        );
+        pages.push(page);
+        q = q.before(oldest);
+    }
+    pages
+}
+
+#[test]
+fn pages_before_a_seq_cover_the_trail_newest_first_without_overlap() -> TestResult {
+    let f = stepped();
+    let since = f.ledger.audit(&AuditQuery::all())?[100].at;
+    for query in [
+        AuditQuery::all(),
+        AuditQuery::all().kind("label.inherit"),
+        AuditQuery::all().session("root"),
+        AuditQuery::all().subtree("root").kind("label.inherit"),
+        AuditQuery::all().kind("session.create").since(since),
+        AuditQuery::all().since(since),
+    ] {
+        let everything: Vec<i64> = f.ledger.audit(&query)?.into_iter().map(|r| r.seq).collect();
+        assert!(everything.len() > 7, "{query:?}");
+        let pages = pages(&f, &query, 7);
+        assert!(pages[..pages.len() - 1].iter().all(|p| p.len() == 7));
+        let walked: Vec<i64> = pages.into_iter().rev().flatten().collect();
+        assert_eq!(walked, everything, "{query:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn before_lists_only_rows_with_a_smaller_seq_still_oldest_first() -> TestResult {
+    let f = busy();
+    let seqs = |q: AuditQuery| -> Vec<i64> {
+        f.ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect()
+    };
+    assert_eq!(seqs(AuditQuery::all().before(6)), [1, 2, 3, 4, 5]);
+    assert_eq!(seqs(AuditQuery::all().before(6).limit(2)), [4, 5]);
+    assert_eq!(seqs(AuditQuery::all().before(1)), Vec::<i64>::new());
+    let head = f.ledger.audit_head()?.seq;
+    assert_eq!(
+        seqs(AuditQuery::all().before(head + 100)).len() as i64,
+        head
+    );
     Ok(())
 }

@@ -1486,6 +1486,283 @@ fn explain_writes_nothing_and_an_unmaterialized_child_stays_unmaterialized() -> 
 }
 
 // ------------------------------------------------------------------------------------------------
+// pages: --limit and --before
+// ------------------------------------------------------------------------------------------------
+
+/// `audit ARGS...` (with `--json` when asked): (rows' seqs, stderr).
+fn audit_page(db: &Path, json: bool, args: &[&str]) -> TestResult<(Vec<i64>, String)> {
+    let mut all = Vec::new();
+    if json {
+        all.push("--json");
+    }
+    all.push("audit");
+    all.extend_from_slice(args);
+    let r = run(db, &all);
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    let seqs = if json {
+        r.stdout
+            .lines()
+            .map(|l| {
+                Ok(serde_json::from_str::<Value>(l)?["seq"]
+                    .as_i64()
+                    .ok_or("seq")?)
+            })
+            .collect::<TestResult<Vec<i64>>>()?
+    } else {
+        r.stdout
+            .lines()
+            .map(|l| Ok(l.split_whitespace().next().ok_or("empty line")?.parse()?))
+            .collect::<TestResult<Vec<i64>>>()?
+    };
+    Ok((seqs, r.stderr))
+}
+
+#[test]
+fn audit_before_lists_the_newest_rows_before_that_seq_oldest_first() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seqs, _) = audit_page(&fx.db, true, &["--before", "9"])?;
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6, 7, 8]);
+    let (seqs, _) = audit_page(&fx.db, true, &["--before", "9", "--limit", "3"])?;
+    assert_eq!(seqs, [6, 7, 8]);
+    let (seqs, _) = audit_page(&fx.db, true, &["--before", "9", "--session", "conductor"])?;
+    let expected: Vec<i64> = seqs_where(&fx.db, "session_id = 'conductor' AND seq < 9")?;
+    assert_eq!(seqs, expected);
+    for bad in ["0", "-3", "x"] {
+        let r = run(&fx.db, &["audit", &format!("--before={bad}")]);
+        assert_eq!(r.status.code(), Some(2), "--before {bad}: {r:?}");
+        assert_one_error_line(&r, "a bad --before");
+    }
+    Ok(())
+}
+
+/// The seqs of the audit rows matching `condition`, by seq, read with SQL.
+fn seqs_where(db: &Path, condition: &str) -> TestResult<Vec<i64>> {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT seq FROM audit WHERE {condition} ORDER BY seq"
+    ))?;
+    let seqs = stmt.query_map([], |r| r.get(0))?;
+    Ok(seqs.collect::<Result<_, _>>()?)
+}
+
+#[test]
+fn audit_limit_names_the_next_page_on_stderr_and_the_pages_cover_the_trail() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let all = seqs(&audit_lines(&fx.db, &[])?);
+    for json in [false, true] {
+        let mut walked: Vec<Vec<i64>> = Vec::new();
+        let mut args = vec!["--limit".to_owned(), "4".to_owned()];
+        loop {
+            let borrowed: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (page, stderr) = audit_page(&fx.db, json, &borrowed)?;
+            let oldest = *page.first().ok_or("an empty page")?;
+            walked.push(page);
+            if stderr.is_empty() {
+                break;
+            }
+            assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+            let next = if json {
+                let hint: Value = serde_json::from_str(&stderr)?;
+                assert_eq!(
+                    hint.as_object().map(|o| o.len()),
+                    Some(1),
+                    "only next_before: {hint}"
+                );
+                hint["next_before"].as_i64().ok_or("next_before")?
+            } else {
+                stderr
+                    .trim_end()
+                    .strip_prefix("next page: --before ")
+                    .ok_or_else(|| format!("no next page hint: {stderr:?}"))?
+                    .parse()?
+            };
+            assert_eq!(next, oldest, "the next page starts before this one");
+            args = vec![
+                "--limit".to_owned(),
+                "4".to_owned(),
+                "--before".to_owned(),
+                next.to_string(),
+            ];
+        }
+        assert!(walked.len() > 3, "{walked:?}");
+        let joined: Vec<i64> = walked.into_iter().rev().flatten().collect();
+        assert_eq!(joined, all, "json {json}");
+    }
+    Ok(())
+}
+
+#[test]
+fn audit_names_no_next_page_when_nothing_older_matches() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let all = seqs(&audit_lines(&fx.db, &[])?);
+    let n = all.len().to_string();
+    // Exactly the whole trail in one page, a larger limit, and no limit at all.
+    for args in [&["--limit", n.as_str()][..], &["--limit", "10000"], &[]] {
+        for json in [false, true] {
+            let (page, stderr) = audit_page(&fx.db, json, args)?;
+            assert_eq!(page, all);
+            assert!(stderr.is_empty(), "{args:?}: {stderr:?}");
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// verify --from
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn verify_from_a_saved_head_checks_only_the_rows_after_it() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seq, hash) = head(&fx.db)?;
+    let saved = format!("{seq}:{hash}");
+    for i in 0..5 {
+        ok(
+            &fx.db,
+            &["create", &format!("later-{i}"), "--actor", "dave"],
+        )?;
+    }
+    let (now, now_hash) = head(&fx.db)?;
+    let r = run(&fx.db, &["verify", "--from", &saved]);
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    assert_eq!(
+        r.stdout,
+        format!("OK: 6 rows verify from row {seq}; head {now}:{now_hash}\n")
+    );
+
+    // A row edited before the saved head: verify --from passes, the full walk does not.
+    tamper(&fx.db, "UPDATE audit SET actor = 'mallory' WHERE seq = 2;")?;
+    let (code, v, r) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_eq!(code, Some(0), "{r:?}");
+    assert_eq!(v["rows"], 6, "{v}");
+    let (code, v, _) = verify_json(&fx.db, &[])?;
+    assert_eq!(
+        (code, &v["first_bad_seq"]),
+        (Some(1), &Value::from(2)),
+        "{v}"
+    );
+
+    // A row edited after it fails verify --from at that row (the triggers are gone already).
+    Connection::open(&fx.db)?.execute(
+        "UPDATE audit SET actor = 'mallory' WHERE seq = ?1",
+        [seq + 2],
+    )?;
+    let r = run(&fx.db, &["verify", "--from", &saved]);
+    assert_fails_with_one_line(&r, "verify --from after an edit past the head");
+    assert!(
+        r.stdout.starts_with(&format!("FAILED at row {}:", seq + 2)),
+        "{r:?}"
+    );
+    let (_, v, _) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_eq!(v["problem"], "hash_mismatch", "{v}");
+    Ok(())
+}
+
+#[test]
+fn verify_from_a_head_cut_off_or_replaced_fails() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seq, hash) = head(&fx.db)?;
+    let saved = format!("{seq}:{hash}");
+    tamper(
+        &fx.db,
+        &format!("DELETE FROM audit WHERE seq > {};", seq - 2),
+    )?;
+    let (code, v, r) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_fails_with_one_line(&r, "verify --from after truncation");
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        (&v["first_bad_seq"], &v["problem"]),
+        (&Value::from(seq), &Value::from("truncated")),
+        "{v}"
+    );
+    ok(&fx.db, &["create", "forged-1", "--actor", "mallory"])?;
+    ok(&fx.db, &["create", "forged-2", "--actor", "mallory"])?;
+    let (code, v, _) = verify_json(&fx.db, &["--from", &saved])?;
+    assert_eq!(code, Some(1));
+    assert_eq!(v["problem"], "head_mismatch", "{v}");
+    Ok(())
+}
+
+#[test]
+fn verify_from_and_head_together_are_refused_as_bad_arguments() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let (seq, hash) = head(&fx.db)?;
+    let saved = format!("{seq}:{hash}");
+    let r = run(&fx.db, &["verify", "--from", &saved, "--head", &saved]);
+    assert_eq!(r.status.code(), Some(2), "{r:?}");
+    assert_one_error_line(&r, "verify --from --head");
+    for bad in ["12", "x:y", ""] {
+        let r = run(&fx.db, &["verify", &format!("--from={bad}")]);
+        assert_refused(&r, &format!("verify --from {bad:?}"));
+        assert_mentions(&r, "head");
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// revocation events
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn audit_json_shows_the_revocation_id_every_row_of_a_cascade_shares() -> TestResult {
+    let fx = Fixture::scenario()?;
+    let first = head(&fx.db)?.0 + 1;
+    ok(
+        &fx.db,
+        &["revoke", "conductor", "--cascade", "--actor", "carol"],
+    )?;
+    ok(
+        &fx.db,
+        &["trust", "conductor", "--full", "--actor", "alice"],
+    )?;
+    ok(
+        &fx.db,
+        &[
+            "create",
+            "worker-3",
+            "--by",
+            "conductor",
+            "--actor",
+            "alice",
+        ],
+    )?;
+    let second = head(&fx.db)?.0 + 1;
+    ok(
+        &fx.db,
+        &["revoke", "conductor", "--cascade", "--actor", "carol"],
+    )?;
+    let revokes = audit_lines(&fx.db, &["--kind", "posture.revoke"])?;
+    let ids: Vec<(i64, i64)> = revokes
+        .iter()
+        .map(|r| {
+            (
+                r["seq"].as_i64().unwrap_or(0),
+                r["detail"]["revocation"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert!(ids.len() >= 4, "{ids:?}");
+    for (seq, id) in &ids {
+        let expected = if *seq < second { first } else { second };
+        assert_eq!(*id, expected, "{ids:?}");
+    }
+    assert_eq!(
+        ids.iter().filter(|(_, id)| *id == second).count(),
+        2,
+        "{ids:?}"
+    );
+    let conn = Connection::open_with_flags(&fx.db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let events: i64 = conn.query_row(
+        "SELECT count(DISTINCT revocation) FROM revocations",
+        [],
+        |r| r.get(0),
+    )?;
+    assert_eq!(events, 2);
+    assert!(ok(&fx.db, &["verify"])?.starts_with("OK"));
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
 // the command line's small promises: known kinds, a broken chain under --json, a closed stdout
 // ------------------------------------------------------------------------------------------------
 

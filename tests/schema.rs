@@ -399,3 +399,178 @@ fn an_older_ledger_with_a_broken_reference_is_refused_before_it_is_upgraded() ->
     assert_eq!(version(&old)?, before, "the refused ledger was upgraded");
     Ok(())
 }
+
+#[test]
+fn the_schema_is_built_by_the_eight_migrations_in_order() -> TestResult {
+    let f = Fixture::new();
+    let conn = f.sql();
+    let mut stmt =
+        conn.prepare("SELECT version, name FROM refinery_schema_history ORDER BY version")?;
+    let history: Vec<(i64, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let expected = [
+        "sessions_labels_audit",
+        "postures_grants_epochs",
+        "audit_hash_chain",
+        "leaner_writes",
+        "live_children_index",
+        "audit_without_kind_index",
+        "labels_guarded_without_check_constraints",
+        "revocation_events",
+    ];
+    let expected: Vec<(i64, String)> = (1..)
+        .zip(expected.iter().map(|n| (*n).to_owned()))
+        .collect();
+    assert_eq!(history, expected);
+    assert_eq!(session_ledger::schema_version(), 8);
+    Ok(())
+}
+
+/// Writes at `path` a ledger as version 7 of this software left it, with `rows` in its audit
+/// trail, each `(at, actor, kind, session, detail)`, chained as that version chained them.
+fn version_7_ledger(path: &std::path::Path, rows: &[(&str, &str, &str, &str, &str)]) -> TestResult {
+    let mut conn = rusqlite::Connection::open(path)?;
+    // Version 3 chains existing rows with sha3(), which the library registers and the stock
+    // shell has built in.
+    conn.create_scalar_function(
+        "sha3",
+        2,
+        rusqlite::functions::FunctionFlags::SQLITE_UTF8
+            | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            use sha3::Digest;
+            let text: String = ctx.get(0)?;
+            Ok(sha3::Sha3_256::digest(text.as_bytes()).to_vec())
+        },
+    )?;
+    embedded::migrations::runner()
+        .set_target(refinery::Target::Version(7))
+        .run(&mut conn)?;
+    conn.execute_batch("PRAGMA application_id = 1397515367;")?;
+    let mut prev = session_ledger::GENESIS_HASH.to_owned();
+    for (seq, (at, actor, kind, session, detail)) in (1..).zip(rows) {
+        let hash = session_ledger::chain_hash(&prev, seq, at, actor, kind, Some(session), detail);
+        conn.execute(
+            "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            (seq, at, actor, kind, session, detail, &prev, &hash),
+        )?;
+        prev = hash;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_trail_whose_times_went_back_before_version_8_is_still_listed_by_time_correctly() -> TestResult
+{
+    use session_ledger::AuditQuery;
+    let dir = tempfile::tempdir()?;
+    let old = dir.path().join("old.db");
+    // Written by a build that took the wall clock as it was: the clock stepped back twice.
+    let times = [
+        "2026-01-01T10:00:00.000Z",
+        "2026-01-01T10:05:00.000Z",
+        "2026-01-01T10:10:00.000Z",
+        "2026-01-01T09:00:00.000Z", // back
+        "2026-01-01T09:30:00.000Z",
+        "2026-01-01T10:07:00.000Z",
+        "2026-01-01T10:01:00.000Z", // back: the last such row
+        "2026-01-01T10:20:00.000Z",
+        "2026-01-01T10:20:00.000Z",
+        "2026-01-01T10:40:00.000Z",
+    ];
+    let rows: Vec<_> = times
+        .iter()
+        .map(|at| (*at, "op", "session.root", "r", "{}"))
+        .collect();
+    version_7_ledger(&old, &rows)?;
+    let ledger = Ledger::open(&old)?;
+    let ordered_from: i64 =
+        raw(&old).query_row("SELECT ordered_from FROM audit_time_order", [], |r| {
+            r.get(0)
+        })?;
+    assert_eq!(ordered_from, 7);
+    assert!(
+        ledger.verify(None)?.ok,
+        "times that went back before are no tampering"
+    );
+
+    let at = |s: &str| -> chrono::DateTime<chrono::Utc> { s.parse().expect("time") };
+    let seqs = |q: AuditQuery| -> Vec<i64> {
+        ledger
+            .audit(&q)
+            .expect("audit")
+            .into_iter()
+            .map(|r| r.seq)
+            .collect()
+    };
+    let window = |since: &str, until: &str| -> Vec<i64> {
+        (1..)
+            .zip(times)
+            .filter(|(_, t)| *t >= since && *t < until)
+            .map(|(seq, _)| seq)
+            .collect()
+    };
+    for (since, until) in [
+        ("2026-01-01T10:00:00.000Z", "2026-01-01T11:00:00.000Z"),
+        ("2026-01-01T09:15:00.000Z", "2026-01-01T10:06:00.000Z"),
+        ("2026-01-01T10:06:00.000Z", "2026-01-01T10:30:00.000Z"),
+        ("2026-01-01T08:00:00.000Z", "2026-01-01T09:45:00.000Z"),
+        ("2026-01-01T10:20:00.000Z", "2026-01-01T10:20:00.001Z"),
+    ] {
+        let expected = window(since, until);
+        assert_eq!(
+            seqs(AuditQuery::all().since(at(since)).until(at(until))),
+            expected,
+            "{since} .. {until}"
+        );
+        let newest = expected[expected.len().saturating_sub(2)..].to_vec();
+        assert_eq!(
+            seqs(AuditQuery::all().since(at(since)).until(at(until)).limit(2)),
+            newest,
+            "{since} .. {until}, the newest two"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn revocations_written_before_version_8_are_told_apart_by_the_first_row_of_their_run() -> TestResult
+{
+    let dir = tempfile::tempdir()?;
+    let old = dir.path().join("old.db");
+    let t = "2026-01-01T10:00:00.000Z";
+    let cascade = |root: &str| {
+        format!(
+            r#"{{"current":true,"granted_on":"{root}","posture":"trust","propagation":"cascade","root":"{root}","source":"inherited"}}"#
+        )
+    };
+    let (a, b) = (cascade("a"), cascade("b"));
+    let grant = r#"{"posture":"trust","previous":null}"#;
+    // In one millisecond, by one operator: a cascade from a (rows 1-2), one from b (3), a grant
+    // on a (4), and a second cascade from a (5-6).
+    version_7_ledger(
+        &old,
+        &[
+            (t, "op", "posture.revoke", "a", &a),
+            (t, "op", "posture.revoke", "a1", &a),
+            (t, "op", "posture.revoke", "b", &b),
+            (t, "op", "posture.grant", "a", grant),
+            (t, "op", "posture.revoke", "a", &a),
+            (t, "op", "posture.revoke", "a1", &a),
+        ],
+    )?;
+    let ledger = Ledger::open(&old)?;
+    // And one written by this version.
+    ledger.create_root("c", "op")?;
+    ledger.grant("c", session_ledger::PostureLevel::Trust, "op")?;
+    ledger.revoke("c", session_ledger::Propagation::Local, "op")?;
+    let conn = raw(&old);
+    let mut stmt = conn.prepare("SELECT seq, revocation FROM revocations ORDER BY seq")?;
+    let ids: Vec<(i64, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    assert_eq!(ids, [(1, 1), (2, 1), (3, 3), (5, 5), (6, 5), (9, 9)]);
+    Ok(())
+}
