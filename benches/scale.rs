@@ -132,6 +132,21 @@ fn main() {
         .each_ref()
         .map(|s| Ledger::open(&s.work).expect("open the measured handle"));
     report.floor = Some(report.line("floor", raw_point_read(&sides)));
+    // What a bigger page cache or a memory map would do for the floor itself.
+    report.line(
+        "floor",
+        raw_point_read_with(&sides, "raw_point_read_cache_256mib", |c| {
+            c.pragma_update(None, "cache_size", -262_144)
+                .expect("cache_size")
+        }),
+    );
+    report.line(
+        "floor",
+        raw_point_read_with(&sides, "raw_point_read_mmap_4gib", |c| {
+            c.pragma_update(None, "mmap_size", 4_i64 << 30)
+                .expect("mmap_size")
+        }),
+    );
     for measure in [
         state_stored,
         state_first_read,
@@ -450,7 +465,21 @@ impl Measured {
 /// the ledger's per-connection pragmas ([`raw_connection`]): a session's row and its label's
 /// row, for a random materialized session.
 fn raw_point_read(sides: &[Side; 2]) -> Measured {
-    let conns = sides.each_ref().map(|s| raw_connection(&s.work));
+    raw_point_read_with(sides, "raw_point_read", |_| {})
+}
+
+/// The floor's read on connections that `tune` changed, to see what the page cache and memory
+/// mapping would do for the growth of a point read.
+fn raw_point_read_with(
+    sides: &[Side; 2],
+    name: &'static str,
+    tune: impl Fn(&rusqlite::Connection),
+) -> Measured {
+    let conns = sides.each_ref().map(|s| {
+        let conn = raw_connection(&s.work);
+        tune(&conn);
+        conn
+    });
     let mut picks = Picks::both(sides, Trees::All, MATERIALIZED, false);
     let times = interleaved(POINT, |side| {
         let id = picks[side].next();
@@ -476,7 +505,7 @@ fn raw_point_read(sides: &[Side; 2]) -> Measured {
         std::hint::black_box(found);
         took
     });
-    Measured::new("raw_point_read", times)
+    Measured::new(name, times)
 }
 
 /// `state` of a materialized session: the stored row.
