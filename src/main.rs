@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use session_ledger::{
-    Affected, AuditEntry, AuditHead, AuditQuery, Config, Created, Decision, Error, Explanation,
-    Ledger, Materialized, Posture, PostureLevel, PostureSource, Propagation, Raise, Reason,
-    Revocation, Session, SessionState, Taint, TreeEntry,
+    Affected, AuditEntry, AuditHead, AuditQuery, CheckReport, Config, Created, Decision, Error,
+    Explanation, Ledger, Materialized, Posture, PostureLevel, PostureSource, Propagation, Raise,
+    Reason, Revocation, Session, SessionState, Taint, TreeEntry,
 };
 
 /// An embedded ledger of agent sessions: who created whom, and the labels that follow.
@@ -115,6 +115,9 @@ enum Command {
         /// The session's id.
         id: String,
     },
+    /// Check the whole file: SQLite's integrity check and that every reference resolves;
+    /// exit 0 only when both pass. Reads every page, so it takes as long as the file is large.
+    Check,
     /// Grant a posture on a session: full trust, or trust for read-only commands.
     #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]
     Trust {
@@ -343,6 +346,8 @@ enum CliError {
     Json(#[from] serde_json::Error),
     #[error("the audit chain does not verify")]
     Unverified,
+    #[error("the ledger check found problems")]
+    CheckFailed,
 }
 
 fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {
@@ -598,6 +603,13 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                 writeln!(out, "{}", serde_json::to_string(&e)?)?;
             } else {
                 print_explanation(out, &e)?;
+            }
+        }
+        Command::Check => {
+            let report = open_existing(&cli.db)?.check()?;
+            emit(out, cli.json, &report, || describe_check(&report))?;
+            if !report.ok {
+                return Err(CliError::CheckFailed);
             }
         }
         Command::Trust {
@@ -952,6 +964,41 @@ fn describe_state(state: &SessionState) -> String {
         state.session,
         label_words(state.label())
     )
+}
+
+/// `check`'s text: one line when all is well, else one line per problem and a count.
+fn describe_check(report: &CheckReport) -> String {
+    if report.ok {
+        return "OK: integrity ok; every reference resolves".to_owned();
+    }
+    let mut lines = Vec::new();
+    let mut problems = 0;
+    for line in report.integrity.iter().filter(|l| *l != "ok") {
+        lines.push(format!("integrity: {line}"));
+        problems += 1;
+    }
+    for b in &report.broken_references {
+        let missing: Vec<String> = b.missing.iter().map(|m| format!("{m:?}")).collect();
+        let values = if missing.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", missing.join(", "))
+        };
+        lines.push(format!(
+            "broken reference: {} of {} {} a {} that no {} row holds{values}",
+            count(usize::try_from(b.rows).unwrap_or(usize::MAX), "row", "rows"),
+            b.table,
+            if b.rows == 1 { "has" } else { "have" },
+            b.columns,
+            b.references,
+        ));
+        problems += 1;
+    }
+    lines.push(format!(
+        "FAILED: {}",
+        count(problems, "problem", "problems")
+    ));
+    lines.join("\n")
 }
 
 fn print_session(

@@ -11,10 +11,12 @@ pub(crate) mod labels;
 mod migrate;
 pub(crate) mod postures;
 
-pub(crate) use migrate::supported_version;
+pub(crate) use migrate::{integrity, supported_version};
 pub(crate) mod sessions;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
@@ -30,6 +32,9 @@ pub(crate) const APPLICATION_ID: i32 = 0x534c_6467;
 pub(crate) struct Storage {
     pool: r2d2::Pool<Manager>,
     path: PathBuf,
+    /// How many connections to the file this handle has opened, the setup connection included.
+    #[cfg_attr(not(test), allow(dead_code))]
+    opened: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -38,21 +43,44 @@ impl std::fmt::Debug for Storage {
     }
 }
 
-/// The pool's connection manager: r2d2_sqlite's, except that a connection handed back while a
-/// transaction is still open is reported broken, so the pool discards it instead of handing a
-/// half-done transaction to the next caller.
-struct Manager(SqliteConnectionManager);
+/// The pool's connection manager: r2d2_sqlite's, with two changes.
+///
+/// * Its first connection is the setup connection that [`Storage::open`] opened, configured
+///   and checked, handed over instead of closed: a process that makes one call opens the file
+///   once. r2d2 has no call to add a connection to a pool, and a pool that opened the setup
+///   connection itself would retry a refused file until its connection timeout instead of
+///   failing at once, so the setup runs before the pool exists and the manager keeps the
+///   connection until the pool asks for its first.
+/// * A connection handed back while a transaction is still open is reported broken, so the
+///   pool discards it instead of handing a half-done transaction to the next caller.
+struct Manager {
+    inner: SqliteConnectionManager,
+    first: Mutex<Option<Connection>>,
+    opened: Arc<AtomicUsize>,
+}
 
 impl r2d2::ManageConnection for Manager {
     type Connection = Connection;
     type Error = rusqlite::Error;
 
     fn connect(&self) -> Result<Connection, rusqlite::Error> {
-        self.0.connect()
+        // A poisoned lock only means a thread panicked while holding it: the slot is still
+        // either full or empty.
+        let first = self
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(conn) = first {
+            return Ok(conn);
+        }
+        let conn = self.inner.connect()?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(conn)
     }
 
     fn is_valid(&self, conn: &mut Connection) -> Result<(), rusqlite::Error> {
-        self.0.is_valid(conn)
+        self.inner.is_valid(conn)
     }
 
     fn has_broken(&self, conn: &mut Connection) -> bool {
@@ -94,7 +122,7 @@ fn check_config(config: &Config) -> Result<()> {
 /// takes a file of 0 or 1 byte for an empty database and would write a ledger over it (longer
 /// files without its header it refuses itself, as `NotADatabase`). An empty file is accepted
 /// only when the ledger may be created.
-fn refuse_what_is_no_database(path: &Path, config: &Config) -> Result<()> {
+fn refuse_what_is_no_database(path: &Path, may_create: bool) -> Result<()> {
     use std::io::Read;
     const HEADER: &[u8; 16] = b"SQLite format 3\0";
     let Ok(mut file) = std::fs::File::open(path) else {
@@ -105,7 +133,7 @@ fn refuse_what_is_no_database(path: &Path, config: &Config) -> Result<()> {
         .take(HEADER.len() as u64)
         .read_to_end(&mut start)?;
     let acceptable = if start.is_empty() {
-        config.create_if_missing
+        may_create
     } else {
         start.len() == HEADER.len() && start == HEADER
     };
@@ -222,14 +250,18 @@ fn register_sha3(conn: &Connection) -> rusqlite::Result<()> {
 
 impl Storage {
     /// Opens (and, if allowed, creates) the ledger at `path`, checks that it is a ledger this
-    /// build can read, migrates it, and builds the pool.
+    /// build can read, migrates it if it is older, and builds the pool around the connection
+    /// that did all this.
+    ///
+    /// Nothing here reads a table that grows with the ledger: the header, the schema, the few
+    /// history rows, and no write lock unless there is a migration to run.
     pub(crate) fn open(path: &Path, config: &Config) -> Result<Storage> {
         check_config(config)?;
         let path = path.to_path_buf();
         if !config.create_if_missing && !path.exists() {
             return Err(Error::NoLedger(path));
         }
-        refuse_what_is_no_database(&path, config)?;
+        refuse_what_is_no_database(&path, config.create_if_missing)?;
         let file = literal_path(&path);
         let mut conn = Connection::open_with_flags(&file, open_flags(config.create_if_missing))
             .map_err(|e| classify(e, &path))?;
@@ -239,7 +271,8 @@ impl Storage {
         }
         // Everything up to here has only read the file. Refuse a foreign or newer file before
         // the first write (switching to WAL rewrites the header).
-        migrate::check(&conn, &path)?;
+        let found = migrate::check(&conn, &path)?;
+        // On a ledger already in WAL mode this changes nothing and reads only the header.
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(|e| classify(e, &path))?;
@@ -249,38 +282,61 @@ impl Storage {
                 path.display()
             )));
         }
-        migrate::run(&mut conn, &path).map_err(|e| match e {
-            Error::Storage(s) if s.sqlite_code() == Some(rusqlite::ErrorCode::ReadOnly) => {
-                Error::ReadOnly(path.clone())
-            }
-            other => other,
-        })?;
-        // The file is accepted: from here on, connections keep its WAL (this one too, as it
-        // may be the last to close before the pool opens its first).
+        if !found.is_current() {
+            migrate::run(&mut conn, &path).map_err(|e| match e {
+                Error::Storage(s) if s.sqlite_code() == Some(rusqlite::ErrorCode::ReadOnly) => {
+                    Error::ReadOnly(path.clone())
+                }
+                other => other,
+            })?;
+        }
+        // The file is accepted: from here on, connections keep its WAL.
         if config.keep_wal_file {
             keep_wal_file(&conn).map_err(|e| classify(e, &path))?;
         }
-        drop(conn);
+        Storage::with_pool(conn, file, path, config)
+    }
 
+    /// Builds the pool, handing it `first` as its first connection.
+    fn with_pool(
+        first: Connection,
+        file: PathBuf,
+        path: PathBuf,
+        config: &Config,
+    ) -> Result<Storage> {
         let init_config = config.clone();
-        let manager = SqliteConnectionManager::file(&file)
-            .with_flags(open_flags(false))
-            .with_init(move |c| {
-                configure(c, &init_config)?;
-                if init_config.keep_wal_file {
-                    keep_wal_file(c)?;
-                }
-                Ok(())
-            });
+        let opened = Arc::new(AtomicUsize::new(1));
+        let manager = Manager {
+            inner: SqliteConnectionManager::file(&file)
+                .with_flags(open_flags(false))
+                .with_init(move |c| {
+                    configure(c, &init_config)?;
+                    if init_config.keep_wal_file {
+                        keep_wal_file(c)?;
+                    }
+                    Ok(())
+                }),
+            first: Mutex::new(Some(first)),
+            opened: Arc::clone(&opened),
+        };
         // No validation query on checkout: it would cost every read a round trip, and a
         // connection that is unusable fails its statement with a clear error anyway. A
         // connection handed back inside a transaction is discarded (`Manager::has_broken`).
+        // `min_idle` 0: the pool opens a connection only when a call finds none idle, and the
+        // first call finds none and gets the setup connection.
         let pool = r2d2::Pool::builder()
             .max_size(config.pool_size)
             .min_idle(Some(0))
             .test_on_check_out(false)
-            .build(Manager(manager))?;
-        Ok(Storage { pool, path })
+            .build(manager)?;
+        Ok(Storage { pool, path, opened })
+    }
+
+    /// How many connections to the file this handle has opened so far, the setup connection
+    /// included.
+    #[cfg(test)]
+    fn connections_opened(&self) -> usize {
+        self.opened.load(Ordering::Relaxed)
     }
 
     /// The ledger file.
@@ -364,8 +420,37 @@ mod tests {
     use r2d2::ManageConnection;
 
     #[test]
+    fn a_handle_used_by_one_caller_at_a_time_opens_the_file_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("ledger.db");
+        let config = Config::default();
+        let storage = Storage::open(&path, &config).expect("open");
+        // The setup connection, kept for the pool's first call.
+        assert_eq!(storage.connections_opened(), 1);
+        for _ in 0..3 {
+            storage
+                .read(|c| {
+                    Ok(c.query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0))?)
+                })
+                .expect("read");
+        }
+        storage
+            .write(|tx| Ok(tx.execute_batch("SELECT 1")?))
+            .expect("write");
+        assert_eq!(
+            storage.connections_opened(),
+            1,
+            "a connection beside the setup connection"
+        );
+    }
+
+    #[test]
     fn a_connection_handed_back_inside_a_transaction_is_reported_broken() {
-        let manager = Manager(SqliteConnectionManager::memory());
+        let manager = Manager {
+            inner: SqliteConnectionManager::memory(),
+            first: Mutex::new(None),
+            opened: Arc::default(),
+        };
         let mut conn = manager.connect().expect("connect");
         assert!(!manager.has_broken(&mut conn));
         conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
