@@ -47,7 +47,8 @@ mod ops {
         /// Checks the whole file: `PRAGMA integrity_check` (the b-trees, indexes and pages
         /// are sound) and `PRAGMA foreign_key_check` (every reference resolves), in one read
         /// transaction. Reads every page, so it costs what the file costs; opening a ledger
-        /// runs neither. Writes nothing.
+        /// runs neither. Writes nothing, and works on a ledger opened with
+        /// [`Config::read_only`](crate::Config::read_only).
         ///
         /// Problems found are not an error: see [`CheckReport::ok`]. Nothing is repaired.
         ///

@@ -47,7 +47,8 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         actor: Option<String>,
     },
-    /// Show a session's label, inheriting it on first read.
+    /// Show a session's label, inheriting it on first read (recorded when the ledger can be
+    /// written; on a ledger this user may only read, answered without recording).
     State {
         /// The session's id.
         id: String,
@@ -378,6 +379,10 @@ fn print_explanation(out: &mut impl Write, e: &Explanation) -> Result<(), CliErr
         Some(Materialized::Inherited { from }) => {
             format!("{} (inherited from {from})", label_words(e.state.label()))
         }
+        Some(Materialized::Unrecorded { from }) => format!(
+            "{} (inherited from {from}; not recorded: the ledger is open read-only)",
+            label_words(e.state.label())
+        ),
         None => "not materialized yet: its first read inherits its nearest materialized ancestor's"
             .to_owned(),
     };
@@ -444,15 +449,41 @@ fn actor(explicit: &Option<String>) -> Result<String, CliError> {
         .unwrap_or_else(|| "operator".to_owned()))
 }
 
-/// The library's defaults, but the WAL file is not kept: a command is a short process, and when
-/// it is the only one using the file, the file should be all it leaves behind (when the backend
-/// has the ledger open, its connections keep the WAL, whatever a command does).
+/// The library's defaults. The `-wal` and `-shm` files stay beside the ledger when a command
+/// ends, as they do for the library: a reader who may not write the folder (an auditor's
+/// `sqlite3 -readonly`, or this tool's read commands) can open the ledger only when they exist.
 fn cli_config() -> Config {
-    Config::default().keep_wal_file(false)
+    Config::default()
 }
 
+/// Opens the ledger for a command that writes.
 fn open_existing(path: &Path) -> Result<Ledger, Error> {
     Ledger::open_with(path, cli_config().create_if_missing(false))
+}
+
+/// Opens the ledger for a command that only reads (`state`, `tree`, `audit`, `verify`,
+/// `explain`, `check`, the lists): for writing when this user may write the file, as every
+/// command did before, so that it also upgrades an older ledger; read-only otherwise, so that
+/// it works with read permission alone. A `state` on a read-only ledger answers a first read
+/// from the inheritance without recording it, and says so. The file's permissions are looked
+/// at first, so that a reader opens one connection, not a refused one and then another.
+fn open_for_reading(path: &Path) -> Result<Ledger, Error> {
+    // Opened and closed before SQLite opens the file: closing a descriptor drops every POSIX
+    // lock this process holds on the file, and at this point it holds none.
+    let writable = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .is_ok();
+    if !writable && path.exists() {
+        return Ledger::open_with(path, cli_config().read_only(true));
+    }
+    match open_existing(path) {
+        // Writable by its permissions, but SQLite could not write it (an immutable file, a
+        // read-only mount).
+        Err(Error::ReadOnly(_)) => Ledger::open_with(path, cli_config().read_only(true)),
+        opened => opened,
+    }
 }
 
 fn run(cli: &Cli) -> Result<(), CliError> {
@@ -496,7 +527,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             }
         }
         Command::State { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let state = ledger.state(id)?;
             emit(out, cli.json, &state, || describe_state(&state))?;
         }
@@ -539,7 +570,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             print_session(out, cli.json, &session, "ended", "")?;
         }
         Command::Tree { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let entries = match id {
                 Some(id) => ledger.subtree(id)?,
                 None => ledger.forest()?,
@@ -550,7 +581,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             command: Some(AuditCommand::Head),
             ..
         } => {
-            let head = open_existing(&cli.db)?.audit_head()?;
+            let head = open_for_reading(&cli.db)?.audit_head()?;
             emit(out, cli.json, &head, || head.to_string())?;
         }
         Command::Audit {
@@ -569,12 +600,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             query.subtree = subtree.clone();
             query.kind = kind.clone();
             query.limit = *limit;
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             print_audit(out, cli.json, &ledger.audit(&query)?)?;
         }
         Command::Verify { head } => {
             let saved = head.as_deref().map(str::parse::<AuditHead>).transpose()?;
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let v = ledger.verify(saved.as_ref())?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&v)?)?;
@@ -597,7 +628,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             }
         }
         Command::Explain { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let e = ledger.explain(id)?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&e)?)?;
@@ -606,7 +637,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             }
         }
         Command::Check => {
-            let report = open_existing(&cli.db)?.check()?;
+            let report = open_for_reading(&cli.db)?.check()?;
             emit(out, cli.json, &report, || describe_check(&report))?;
             if !report.ok {
                 return Err(CliError::CheckFailed);
@@ -699,7 +730,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             })?;
         }
         Command::Epoch(EpochCommand::Show) => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let epoch = ledger.current_epoch()?;
             emit(
                 out,
@@ -740,7 +771,11 @@ fn posture_words(p: &Posture) -> String {
 }
 
 fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<(), CliError> {
-    let ledger = open_existing(&cli.db)?;
+    let ledger = if matches!(command, PatternCommand::List { .. }) {
+        open_for_reading(&cli.db)?
+    } else {
+        open_existing(&cli.db)?
+    };
     match command {
         PatternCommand::Add {
             id,
@@ -825,7 +860,7 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
             )?;
         }
         ScopeCommand::List { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             for s in ledger.scopes(id)? {
                 if cli.json {
                     writeln!(out, "{}", serde_json::to_string(&s)?)?;
@@ -948,6 +983,9 @@ fn describe_state(state: &SessionState) -> String {
         (Some(Materialized::Born), _) => " (root, born with the default)".to_owned(),
         (Some(Materialized::Inherited { from }), _) if from == &state.session => String::new(),
         (Some(Materialized::Inherited { from }), _) => format!(" (inherited from {from})"),
+        (Some(Materialized::Unrecorded { from }), _) => {
+            format!(" (inherited from {from}; not recorded: the ledger is open read-only)")
+        }
         (None, true) => String::new(),
     };
     let raised = if state.raised_at.is_some() {

@@ -111,6 +111,42 @@ pub(crate) fn insert_born(tx: &Transaction<'_>, id: &str, now: &str) -> Result<(
     Ok(())
 }
 
+/// Rule L2 without writing, for a read-only handle: the label `id` would inherit and the
+/// nearest materialized ancestor it comes from (`id` itself when it is materialized), walking
+/// `created_by` up as [`materialize_path`] does. `None` when `id` is not recorded, or when no
+/// session on its path is materialized (which the schema does not allow: every root is).
+pub(crate) fn inherited(conn: &Connection, id: &str) -> Result<Option<(String, Label)>> {
+    let mut stmt = conn.prepare_cached(
+        "WITH RECURSIVE ancestors (id, created_by, materialized) AS (
+             SELECT s.id, s.created_by,
+                    EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
+               FROM sessions AS s WHERE s.id = :id
+             UNION ALL
+             SELECT s.id, s.created_by,
+                    EXISTS (SELECT 1 FROM labels WHERE session_id = s.id)
+               FROM ancestors AS a JOIN sessions AS s ON s.id = a.created_by
+              WHERE NOT a.materialized
+         )
+         SELECT a.id, l.taint, l.untrusted
+           FROM ancestors AS a JOIN labels AS l ON l.session_id = a.id
+          WHERE a.materialized",
+    )?;
+    let row = stmt
+        .query_row(named_params! { ":id": id }, |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, bool>(2)?,
+            ))
+        })
+        .optional()?;
+    row.map(|(from, taint, untrusted)| {
+        let taint = parse_taint(&from, &taint)?;
+        Ok((from, Label { taint, untrusted }))
+    })
+    .transpose()
+}
+
 /// A label written by [`materialize_path`].
 pub(crate) struct Inherited {
     pub(crate) session: String,
