@@ -51,13 +51,32 @@ pub struct Config {
     pub durable_postures: bool,
     /// The clock read by every operation. Default the system clock.
     pub clock: Arc<dyn Clock>,
-    /// Keep the `-wal` file when the last connection closes instead of letting SQLite delete
-    /// it, so that the next process to open the ledger commits into a file that already
-    /// exists (see `docs/concurrency.md`). Default true; the CLI turns it off, so that a
-    /// command run on its own leaves only the database file behind. Either way the last
-    /// connection checkpoints on close. Set only once the file has been accepted: a file that
-    /// is refused gets nothing new beside it.
+    /// Keep the `-wal` and `-shm` files when the last connection closes instead of letting
+    /// SQLite delete them (see `docs/concurrency.md`). Default true, for the library and the
+    /// CLI alike: a reader who may read the ledger but not write its folder (an auditor's
+    /// `sqlite3 -readonly`, or [`Config::read_only`]) can open a WAL database only when both
+    /// files exist, because it cannot create them. Turn it off only for a ledger no such
+    /// reader will open. Either way the last connection checkpoints on close and leaves the
+    /// WAL empty. Set only once the file has been accepted: a file that is refused gets
+    /// nothing new beside it.
     pub keep_wal_file: bool,
+    /// Open for reading only. Default false.
+    ///
+    /// Every connection is opened with `SQLITE_OPEN_READ_ONLY`, so the handle works with read
+    /// permission alone, on the file and on its folder, as long as the `-wal` and `-shm` files
+    /// exist (every writer leaves them). Nothing is migrated, the journal mode is not touched,
+    /// no write lock is ever taken, and [`Config::create_if_missing`] does not apply. Opening
+    /// refuses a missing file ([`Error::NoLedger`](crate::Error::NoLedger)), a file that is not
+    /// a ledger ([`Error::NotALedger`](crate::Error::NotALedger)), a newer schema
+    /// ([`Error::SchemaTooNew`](crate::Error::SchemaTooNew)) and an older one
+    /// ([`Error::InvalidConfig`](crate::Error::InvalidConfig): a writer must open it once to
+    /// upgrade it).
+    ///
+    /// Every method that writes fails with [`Error::ReadOnly`](crate::Error::ReadOnly) and
+    /// writes nothing. [`Ledger::state`](crate::Ledger::state) of a session whose first read
+    /// would record an inherited label answers from the inheritance without recording it, and
+    /// says so with [`Materialized::Unrecorded`](crate::Materialized::Unrecorded).
+    pub read_only: bool,
 }
 
 impl Default for Config {
@@ -74,6 +93,7 @@ impl Default for Config {
             durable_postures: false,
             clock: Arc::new(SystemClock),
             keep_wal_file: true,
+            read_only: false,
         }
     }
 }
@@ -137,6 +157,24 @@ impl Config {
     /// Sets [`Config::keep_wal_file`].
     pub fn keep_wal_file(mut self, keep: bool) -> Config {
         self.keep_wal_file = keep;
+        self
+    }
+
+    /// Sets [`Config::read_only`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("ledger.db");
+    /// use session_ledger::{Config, Error, Ledger};
+    /// Ledger::open(&path)?.create_root("conductor", "alice")?;
+    /// let reader = Ledger::open_with(&path, Config::default().read_only(true))?;
+    /// assert!(reader.state("conductor")?.known);
+    /// assert!(matches!(reader.create_root("other", "alice"), Err(Error::ReadOnly(_))));
+    /// # Ok(()) }
+    /// ```
+    pub fn read_only(mut self, read_only: bool) -> Config {
+        self.read_only = read_only;
         self
     }
 }

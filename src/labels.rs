@@ -97,7 +97,7 @@ impl Label {
     }
 }
 
-/// How a stored label came to be written.
+/// How a stored label came to be written, or, on a read-only handle, that it was not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "how", rename_all = "lowercase")]
 pub enum Materialized {
@@ -106,6 +106,16 @@ pub enum Materialized {
     /// Copied from an ancestor on first read or first raise.
     Inherited {
         /// The ancestor whose label was copied.
+        from: String,
+    },
+    /// Not written: a first read on a handle opened with
+    /// [`Config::read_only`](crate::Config::read_only), answered from the inheritance
+    /// (rules L2 and L3) without recording anything. The label is that of `from`, the nearest
+    /// materialized ancestor, exactly what a first read with write access would record while
+    /// the ledger stays as it is; that read records it, and a later change to the tree above
+    /// (a raise of `from`, say) is what it records if it comes first.
+    Unrecorded {
+        /// The materialized ancestor whose label the session inherits.
         from: String,
     },
 }
@@ -123,8 +133,9 @@ pub struct SessionState {
     /// and nothing was written.
     pub known: bool,
     /// How the label was first written; `None` when `known` is false.
+    /// [`Materialized::Unrecorded`] when a read-only handle answered without writing it.
     pub materialized: Option<Materialized>,
-    /// When the label was first written.
+    /// When the label was first written; `None` when it was not.
     #[serde(serialize_with = "crate::clock::serialize_opt_ts")]
     pub materialized_at: Option<DateTime<Utc>>,
     /// When the label was last raised, if ever.

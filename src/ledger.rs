@@ -11,7 +11,7 @@ use crate::audit::LEDGER_ACTOR;
 use crate::clock::format_ts;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::labels::{Label, Raise, RaiseOutcome, SessionState, Taint};
+use crate::labels::{Label, Materialized, Raise, RaiseOutcome, SessionState, Taint};
 use crate::postures::{Posture, PostureLevel};
 use crate::sessions::{
     spawned_chain, validate_actor, validate_id, validate_new_id, Origin, Session, TreeEntry,
@@ -287,6 +287,14 @@ impl Ledger {
     /// * Any other unknown id (rule L4), or a spawned id none of whose parsed ancestors exists:
     ///   the default label (`private`, trusted) with `known: false`; nothing is written.
     ///
+    /// On a handle opened with [`Config::read_only`], the first two cases answer the same label
+    /// from the same walk, in one read snapshot, and write nothing: `materialized` is
+    /// [`Materialized::Unrecorded`](crate::Materialized::Unrecorded) naming the ancestor it
+    /// comes from, and `materialized_at` is `None`. The posture is the session's own row for a
+    /// recorded session; for an unrecorded spawned id, the one its first read would copy down
+    /// the chain (rule P3: its recorded ancestor's, when that one is live and its posture
+    /// counts now), with `allocated_at` the time of this read.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidId`] for a malformed id; [`Error::Storage`] when the database fails.
@@ -310,6 +318,19 @@ impl Ledger {
         validate_id(id)?;
         if let Some(stored) = self.storage.read(|c| storage::labels::get(c, id))? {
             return Ok(stored);
+        }
+        if self.storage.is_read_only() {
+            let now = self.config.clock.now();
+            let now = now
+                .duration_trunc(chrono::TimeDelta::milliseconds(1))
+                .unwrap_or(now);
+            return self.storage.read(|c| {
+                // A deferred transaction that only reads: one snapshot for the whole answer.
+                let snapshot = c.unchecked_transaction()?;
+                let state = unrecorded_state(&snapshot, id, now)?;
+                snapshot.rollback()?;
+                Ok(state)
+            });
         }
         let anchored = self.storage.read(|c| {
             Ok(storage::sessions::get(c, id)?.is_some() || spawn_anchor(c, id)?.is_some())
@@ -505,7 +526,9 @@ impl Ledger {
             let rows = storage::sessions::tree(c, id.into())?;
             // The top's label, when it is not stored, comes from above the tree.
             let inherited = match rows.first() {
-                Some(top) if top.label.is_none() => storage::labels::nearest_label(c, id)?,
+                Some(top) if top.label.is_none() => {
+                    storage::labels::inherited(c, id)?.map(|(_, label)| label)
+                }
                 _ => None,
             };
             Ok((rows, inherited))
@@ -681,6 +704,71 @@ pub(crate) fn materialize(
     storage::labels::get(tx, id)?
         .map(Some)
         .ok_or_else(|| Error::Corruption(format!("{id:?} has no materialized ancestor")))
+}
+
+/// Rules L2, L3 and P3 without writing, for a read-only handle: the state a first read would
+/// record for `id`, read on `conn` (one snapshot). The stored state when `id` is materialized;
+/// the default with `known: false` when `id` is neither recorded nor a spawned id of a
+/// recorded session (rule L4).
+fn unrecorded_state(
+    conn: &rusqlite::Connection,
+    id: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<SessionState> {
+    if let Some(stored) = storage::labels::get(conn, id)? {
+        return Ok(stored);
+    }
+    let (walk_from, live, posture) = match storage::sessions::get(conn, id)? {
+        // A recorded session holds its posture from its allocation (rule P1 or P3).
+        Some(session) => (
+            session.id.clone(),
+            session.is_live(),
+            storage::postures::get(conn, id)?,
+        ),
+        None => {
+            let Some(anchor) = spawn_anchor(conn, id)? else {
+                return Ok(unknown(id));
+            };
+            // Recording the chain would give each link its parent's posture of the current
+            // epoch, under a live anchor only (see `resolve`): the anchor's, passed down.
+            let posture = match storage::postures::get(conn, &anchor.id)? {
+                Some(p) if anchor.is_live() && p.current => {
+                    let chain = spawned_chain(id);
+                    let top = chain.iter().position(|c| *c == anchor.id).ok_or_else(|| {
+                        Error::Corruption(format!("{:?} is not on the chain of {id:?}", anchor.id))
+                    })?;
+                    let mut links = p.chain.clone();
+                    links.extend(chain[..top].iter().rev().map(|c| (*c).to_owned()));
+                    Some(crate::postures::Posture {
+                        session: id.to_owned(),
+                        source: crate::postures::PostureSource::Inherited,
+                        inherited_from: chain.get(1).map(|c| (*c).to_owned()),
+                        allocated_at: now,
+                        chain: links,
+                        current: true,
+                        ..p
+                    })
+                }
+                _ => None,
+            };
+            (anchor.id.clone(), anchor.is_live(), posture)
+        }
+    };
+    let (from, label) = storage::labels::inherited(conn, &walk_from)?
+        .ok_or_else(|| Error::Corruption(format!("{id:?} has no materialized ancestor")))?;
+    let counts = |level| crate::postures::Posture::admits(posture.as_ref(), live, level);
+    Ok(SessionState {
+        session: id.to_owned(),
+        taint: label.taint,
+        untrusted: label.untrusted,
+        known: true,
+        materialized: Some(Materialized::Unrecorded { from }),
+        materialized_at: None,
+        raised_at: None,
+        trust: counts(PostureLevel::Trust),
+        trust_reads: counts(PostureLevel::TrustReads),
+        posture,
+    })
 }
 
 /// Orders `rows` depth-first from `tops`, children in the order given, each with its depth

@@ -60,6 +60,7 @@
 #![deny(unsafe_code)]
 
 mod audit;
+mod check;
 mod clock;
 mod config;
 mod decisions;
@@ -75,6 +76,7 @@ pub use audit::{
     chain_hash, AuditEntry, AuditHead, AuditQuery, ChainProblem, Explanation, Verification,
     AUDIT_KINDS, GENESIS_HASH, LEDGER_ACTOR,
 };
+pub use check::{BrokenReference, CheckReport};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use config::{Config, Synchronous};
 pub use decisions::{Decision, Reason, Verdict};

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use session_ledger::{
-    Affected, AuditEntry, AuditHead, AuditQuery, Config, Created, Decision, Error, Explanation,
-    Ledger, Materialized, Posture, PostureLevel, PostureSource, Propagation, Raise, Reason,
-    Revocation, Session, SessionState, Taint, TreeNode,
+    Affected, AuditEntry, AuditHead, AuditQuery, CheckReport, Config, Created, Decision, Error,
+    Explanation, Ledger, Materialized, Posture, PostureLevel, PostureSource, Propagation, Raise,
+    Reason, Revocation, Session, SessionState, Taint, TreeNode,
 };
 
 /// An embedded ledger of agent sessions: who created whom, and the labels that follow.
@@ -47,7 +47,8 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         actor: Option<String>,
     },
-    /// Show a session's label, inheriting it on first read.
+    /// Show a session's label, inheriting it on first read (recorded when the ledger can be
+    /// written; on a ledger this user may only read, answered without recording).
     State {
         /// The session's id.
         id: String,
@@ -136,6 +137,9 @@ enum Command {
         /// The session's id.
         id: String,
     },
+    /// Check the whole file: SQLite's integrity check and that every reference resolves;
+    /// exit 0 only when both pass. Reads every page, so it takes as long as the file is large.
+    Check,
     /// Grant a posture on a session: full trust, or trust for read-only commands.
     #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]
     Trust {
@@ -379,6 +383,8 @@ enum CliError {
     Json(#[from] serde_json::Error),
     #[error("the audit chain does not verify")]
     Unverified,
+    #[error("the ledger check found problems")]
+    CheckFailed,
 }
 
 impl CliError {
@@ -391,6 +397,7 @@ impl CliError {
             CliError::Io(_) => "io",
             CliError::Json(_) => "json_encoding",
             CliError::Unverified => "unverified_chain",
+            CliError::CheckFailed => "check_failed",
         }
     }
 
@@ -432,6 +439,10 @@ fn print_explanation(out: &mut impl Write, e: &Explanation) -> Result<(), CliErr
         Some(Materialized::Inherited { from }) => {
             format!("{} (inherited from {from})", label_words(e.state.label()))
         }
+        Some(Materialized::Unrecorded { from }) => format!(
+            "{} (inherited from {from}; not recorded: the ledger is open read-only)",
+            label_words(e.state.label())
+        ),
         None => "not materialized yet: its first read inherits its nearest materialized ancestor's"
             .to_owned(),
     };
@@ -498,15 +509,41 @@ fn actor(explicit: &Option<String>) -> Result<String, CliError> {
         .unwrap_or_else(|| "operator".to_owned()))
 }
 
-/// The library's defaults, but the WAL file is not kept: a command is a short process, and when
-/// it is the only one using the file, the file should be all it leaves behind (when the backend
-/// has the ledger open, its connections keep the WAL, whatever a command does).
+/// The library's defaults. The `-wal` and `-shm` files stay beside the ledger when a command
+/// ends, as they do for the library: a reader who may not write the folder (an auditor's
+/// `sqlite3 -readonly`, or this tool's read commands) can open the ledger only when they exist.
 fn cli_config() -> Config {
-    Config::default().keep_wal_file(false)
+    Config::default()
 }
 
+/// Opens the ledger for a command that writes.
 fn open_existing(path: &Path) -> Result<Ledger, Error> {
     Ledger::open_with(path, cli_config().create_if_missing(false))
+}
+
+/// Opens the ledger for a command that only reads (`state`, `tree`, `audit`, `verify`,
+/// `explain`, `check`, the lists): for writing when this user may write the file, as every
+/// command did before, so that it also upgrades an older ledger; read-only otherwise, so that
+/// it works with read permission alone. A `state` on a read-only ledger answers a first read
+/// from the inheritance without recording it, and says so. The file's permissions are looked
+/// at first, so that a reader opens one connection, not a refused one and then another.
+fn open_for_reading(path: &Path) -> Result<Ledger, Error> {
+    // Opened and closed before SQLite opens the file: closing a descriptor drops every POSIX
+    // lock this process holds on the file, and at this point it holds none.
+    let writable = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .is_ok();
+    if !writable && path.exists() {
+        return Ledger::open_with(path, cli_config().read_only(true));
+    }
+    match open_existing(path) {
+        // Writable by its permissions, but SQLite could not write it (an immutable file, a
+        // read-only mount).
+        Err(Error::ReadOnly(_)) => Ledger::open_with(path, cli_config().read_only(true)),
+        opened => opened,
+    }
 }
 
 fn run(cli: &Cli) -> Result<(), CliError> {
@@ -550,7 +587,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             }
         }
         Command::State { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let state = ledger.state(id)?;
             emit(out, cli.json, &state, || describe_state(&state))?;
         }
@@ -593,7 +630,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             print_session(out, cli.json, &session, "ended", "")?;
         }
         Command::Tree { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let nodes = match id {
                 Some(id) => ledger.tree(id)?,
                 None => ledger.forest()?,
@@ -604,7 +641,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             command: Some(AuditCommand::Head),
             ..
         } => {
-            let head = open_existing(&cli.db)?.audit_head()?;
+            let head = open_for_reading(&cli.db)?.audit_head()?;
             emit(out, cli.json, &head, || head.to_string())?;
         }
         Command::Audit {
@@ -626,7 +663,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             query.before = *before;
             // One row more than the page, to know whether an older page follows.
             query.limit = limit.map(|n| n.saturating_add(1));
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let mut rows = ledger.audit(&query)?;
             let more = limit.is_some_and(|n| rows.len() > n as usize);
             if more {
@@ -647,7 +684,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Verify { head, from } => {
             let saved = head.as_deref().map(str::parse::<AuditHead>).transpose()?;
             let from = from.as_deref().map(str::parse::<AuditHead>).transpose()?;
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let v = match &from {
                 Some(from) => ledger.verify_from(from)?,
                 None => ledger.verify(saved.as_ref())?,
@@ -680,12 +717,19 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             }
         }
         Command::Explain { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let e = ledger.explain(id)?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string(&e)?)?;
             } else {
                 print_explanation(out, &e)?;
+            }
+        }
+        Command::Check => {
+            let report = open_for_reading(&cli.db)?.check()?;
+            emit(out, cli.json, &report, || describe_check(&report))?;
+            if !report.ok {
+                return Err(CliError::CheckFailed);
             }
         }
         Command::Trust {
@@ -775,7 +819,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             })?;
         }
         Command::Epoch(EpochCommand::Show) => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             let epoch = ledger.current_epoch()?;
             emit(
                 out,
@@ -816,7 +860,11 @@ fn posture_words(p: &Posture) -> String {
 }
 
 fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<(), CliError> {
-    let ledger = open_existing(&cli.db)?;
+    let ledger = if matches!(command, PatternCommand::List { .. }) {
+        open_for_reading(&cli.db)?
+    } else {
+        open_existing(&cli.db)?
+    };
     match command {
         PatternCommand::Add {
             id,
@@ -901,7 +949,7 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
             )?;
         }
         ScopeCommand::List { id } => {
-            let ledger = open_existing(&cli.db)?;
+            let ledger = open_for_reading(&cli.db)?;
             for s in ledger.scopes(id)? {
                 if cli.json {
                     writeln!(out, "{}", serde_json::to_string(&s)?)?;
@@ -1024,6 +1072,9 @@ fn describe_state(state: &SessionState) -> String {
         (Some(Materialized::Born), _) => " (root, born with the default)".to_owned(),
         (Some(Materialized::Inherited { from }), _) if from == &state.session => String::new(),
         (Some(Materialized::Inherited { from }), _) => format!(" (inherited from {from})"),
+        (Some(Materialized::Unrecorded { from }), _) => {
+            format!(" (inherited from {from}; not recorded: the ledger is open read-only)")
+        }
         (None, true) => String::new(),
     };
     let raised = if state.raised_at.is_some() {
@@ -1040,6 +1091,41 @@ fn describe_state(state: &SessionState) -> String {
         state.session,
         label_words(state.label())
     )
+}
+
+/// `check`'s text: one line when all is well, else one line per problem and a count.
+fn describe_check(report: &CheckReport) -> String {
+    if report.ok {
+        return "OK: integrity ok; every reference resolves".to_owned();
+    }
+    let mut lines = Vec::new();
+    let mut problems = 0;
+    for line in report.integrity.iter().filter(|l| *l != "ok") {
+        lines.push(format!("integrity: {line}"));
+        problems += 1;
+    }
+    for b in &report.broken_references {
+        let missing: Vec<String> = b.missing.iter().map(|m| format!("{m:?}")).collect();
+        let values = if missing.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", missing.join(", "))
+        };
+        lines.push(format!(
+            "broken reference: {} of {} {} a {} that no {} row holds{values}",
+            count(usize::try_from(b.rows).unwrap_or(usize::MAX), "row", "rows"),
+            b.table,
+            if b.rows == 1 { "has" } else { "have" },
+            b.columns,
+            b.references,
+        ));
+        problems += 1;
+    }
+    lines.push(format!(
+        "FAILED: {}",
+        count(problems, "problem", "problems")
+    ));
+    lines.join("\n")
 }
 
 fn print_session(

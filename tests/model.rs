@@ -1581,6 +1581,8 @@ impl Harness {
                     let materialized = r.materialized.as_ref().map(|h| match h {
                         Materialized::Born => None,
                         Materialized::Inherited { from } => Some(from.clone()),
+                        // A writable handle never answers without recording: make it differ.
+                        Materialized::Unrecorded { from } => Some(format!("unrecorded {from}")),
                     });
                     same!(
                         format!("state of {id}: (label, known, trust, trust_reads, materialized)"),

@@ -119,6 +119,28 @@ pub(crate) fn insert_born(tx: &Transaction<'_>, id: &str, now: &str) -> Result<(
     Ok(())
 }
 
+/// Rule L2 without writing, for a read-only handle: the label `id` would inherit and the
+/// nearest materialized ancestor it comes from (`id` itself when it is materialized), walking
+/// `created_by` up as [`materialize_path`] does. `None` when `id` is not recorded, or when no
+/// session on its path is materialized (which the schema does not allow: every root is).
+pub(crate) fn inherited(conn: &Connection, id: &str) -> Result<Option<(String, Label)>> {
+    let mut stmt = conn.prepare_cached(INHERITED)?;
+    let row = stmt
+        .query_row(named_params! { ":id": id }, |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, bool>(2)?,
+            ))
+        })
+        .optional()?;
+    row.map(|(from, taint, untrusted)| {
+        let taint = parse_taint(&from, &taint)?;
+        Ok((from, Label { taint, untrusted }))
+    })
+    .transpose()
+}
+
 /// A label written by [`materialize_path`].
 pub(crate) struct Inherited {
     pub(crate) session: String,
@@ -188,10 +210,10 @@ pub(crate) fn materialize_path(
     Ok(written)
 }
 
-/// The label of a session's nearest materialized ancestor, itself included: the label its
-/// first read would give it (rule L2), read without writing. One primary-key search per level,
-/// and the walk stops at the first materialized session.
-pub(crate) const NEAREST_LABEL: &str =
+/// The nearest materialized ancestor of a session, itself included, and its label: the label
+/// the session's first read would give it (rule L2), read without writing. One primary-key
+/// search per level, and the walk stops at the first materialized session.
+pub(crate) const INHERITED: &str =
     "WITH RECURSIVE ancestors (id, created_by, hops, materialized) AS (
          SELECT id, created_by, 0, EXISTS (SELECT 1 FROM labels WHERE session_id = id)
            FROM sessions WHERE id = :id
@@ -201,27 +223,9 @@ pub(crate) const NEAREST_LABEL: &str =
            FROM ancestors CROSS JOIN sessions AS s ON s.id = ancestors.created_by
           WHERE NOT ancestors.materialized
      )
-     SELECT l.taint, l.untrusted
+     SELECT ancestors.id, l.taint, l.untrusted
        FROM ancestors CROSS JOIN labels AS l ON l.session_id = ancestors.id
       ORDER BY ancestors.hops LIMIT 1";
-
-/// The label `id`'s first read would give it, without writing; `None` when `id` is not
-/// recorded or no ancestor of it is materialized.
-pub(crate) fn nearest_label(conn: &Connection, id: &str) -> Result<Option<Label>> {
-    let mut stmt = conn.prepare_cached(NEAREST_LABEL)?;
-    let row = stmt
-        .query_row(named_params! { ":id": id }, |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
-        })
-        .optional()?;
-    row.map(|(taint, untrusted)| {
-        Ok(Label {
-            taint: parse_taint(id, &taint)?,
-            untrusted,
-        })
-    })
-    .transpose()
-}
 
 /// Stores a raised label.
 pub(crate) const RAISE: &str =

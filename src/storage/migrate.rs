@@ -13,6 +13,7 @@ use refinery_core::{Migrate, Migration};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{classify, APPLICATION_ID};
+use crate::check::{BrokenReference, CheckReport};
 use crate::error::{Error, Result};
 
 mod embedded {
@@ -32,8 +33,32 @@ pub(crate) fn supported_version() -> i64 {
         .unwrap_or(0)
 }
 
-/// Refuses a file that is not a ledger or is newer than this build. Reads only.
-pub(crate) fn check(conn: &Connection, path: &Path) -> Result<()> {
+/// What [`check`] found at the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// A new file or an empty database: it becomes a ledger when migrated.
+    Empty,
+    /// A ledger at this schema version, no newer than this build's.
+    Ledger {
+        /// The newest migration applied to it.
+        version: i64,
+    },
+}
+
+impl Found {
+    /// True when opening for writing has nothing to do to the schema: a ledger at this build's
+    /// version. Anything else runs [`run`].
+    pub(crate) fn is_current(self) -> bool {
+        self == Found::Ledger {
+            version: supported_version(),
+        }
+    }
+}
+
+/// Refuses a file that is not a ledger or is newer than this build. Reads only: the
+/// application id in the header, and for a ledger the newest of its few history rows (no
+/// table that grows with the ledger is read).
+pub(crate) fn check(conn: &Connection, path: &Path) -> Result<Found> {
     let app_id: i32 = conn
         .pragma_query_value(None, "application_id", |row| row.get(0))
         .map_err(|e| classify(e, path))?;
@@ -45,14 +70,17 @@ pub(crate) fn check(conn: &Connection, path: &Path) -> Result<()> {
         if app_id != 0 || objects != 0 {
             return Err(Error::NotALedger(path.to_path_buf()));
         }
-        return Ok(());
+        return Ok(Found::Empty);
     }
-    let found = applied_version(conn)?;
+    let version = applied_version(conn)?;
     let supported = supported_version();
-    if found > supported {
-        return Err(Error::SchemaTooNew { found, supported });
+    if version > supported {
+        return Err(Error::SchemaTooNew {
+            found: version,
+            supported,
+        });
     }
-    Ok(())
+    Ok(Found::Ledger { version })
 }
 
 fn applied_version(conn: &Connection) -> Result<i64> {
@@ -76,49 +104,131 @@ fn applied_version(conn: &Connection) -> Result<i64> {
 }
 
 /// Brings the schema up to date in one IMMEDIATE transaction, re-checking identity and version
-/// under the write lock first.
+/// under the write lock first. The caller runs it only when [`check`] found something to do,
+/// so opening a current ledger takes no write lock.
 ///
-/// Every reference must resolve (`PRAGMA foreign_key_check`). When a migration runs, that is
+/// Every reference must resolve (`PRAGMA foreign_key_check`) after a migration: that is
 /// checked inside its transaction, so a ledger refused for a broken reference is left at the
-/// version it had; otherwise after the transaction, so that the check, which reads the whole
-/// file, does not hold the write lock.
+/// version it had. The check reads the whole file, so it runs only when a migration ran, and
+/// otherwise only when an operator asks for it ([`integrity`], `session-ledger check`).
 pub(crate) fn run(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     check(&tx, path)?;
-    let migrating = applied_version(&tx)? < supported_version();
-    if migrating {
+    if applied_version(&tx)? < supported_version() {
         embedded::migrations::runner()
             .set_grouped(true)
             .set_abort_divergent(true)
             .set_abort_missing(true)
             .run(&mut InTransaction(&tx))?;
-        references_resolve(&tx, path)?;
+        let broken = broken_references(&tx)?;
+        if !broken.is_empty() {
+            let rows: u64 = broken.iter().map(|b| b.rows).sum();
+            return Err(Error::Corruption(format!(
+                "{rows} rows in {} reference rows that do not exist (`PRAGMA foreign_key_check` \
+                 in the sqlite3 shell lists them); the ledger was not upgraded",
+                path.display()
+            )));
+        }
     }
     let app_id: i32 = tx.pragma_query_value(None, "application_id", |row| row.get(0))?;
     if app_id != APPLICATION_ID {
         tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     }
     tx.commit()?;
-    if !migrating {
-        references_resolve(conn, path)?;
-    }
     Ok(())
 }
 
-/// Refuses a ledger in which a row references a row that does not exist (a hand edit with
-/// foreign keys off, the sqlite3 shell's default).
-fn references_resolve(conn: &Connection, path: &Path) -> Result<()> {
-    let broken: i64 =
-        conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |row| {
-            row.get(0)
-        })?;
-    if broken != 0 {
-        return Err(Error::Corruption(format!(
-            "{broken} rows in {} reference rows that do not exist (PRAGMA foreign_key_check)",
-            path.display()
-        )));
+/// The references that do not resolve (a hand edit with foreign keys off, the sqlite3 shell's
+/// default), one entry per table and foreign key, with how many rows break it and the values
+/// they reference. Reads the whole file.
+fn broken_references(conn: &Connection) -> Result<Vec<BrokenReference>> {
+    let mut stmt = conn.prepare(
+        "SELECT f.\"table\", f.parent, count(*),
+                (SELECT group_concat(k.\"from\", ', ') FROM pragma_foreign_key_list(f.\"table\") AS k
+                  WHERE k.id = f.fkid),
+                (SELECT count(*) FROM pragma_foreign_key_list(f.\"table\") AS k
+                  WHERE k.id = f.fkid),
+                (SELECT k.\"from\" FROM pragma_foreign_key_list(f.\"table\") AS k
+                  WHERE k.id = f.fkid),
+                (SELECT k.\"to\" FROM pragma_foreign_key_list(f.\"table\") AS k
+                  WHERE k.id = f.fkid)
+           FROM pragma_foreign_key_check AS f
+          GROUP BY f.\"table\", f.fkid
+          ORDER BY f.\"table\", f.fkid",
+    )?;
+    let groups = stmt
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                row.get::<_, i64>(4)?,
+                row.get::<_, Option<String>>(5)?,
+                row.get::<_, Option<String>>(6)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut out = Vec::with_capacity(groups.len());
+    for (table, parent, rows, columns, arity, from, to) in groups {
+        // The values referenced, for a one-column key that names its parent column (every key
+        // of the ledger). Table and column names come from the schema and are quoted as
+        // identifiers; no value is formatted into the statement.
+        let missing = match (arity, from, to) {
+            (1, Some(from), Some(to)) => {
+                let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+                let sql = format!(
+                    "SELECT DISTINCT c.{from} FROM {table} AS c
+                      WHERE c.{from} IS NOT NULL
+                        AND NOT EXISTS (SELECT 1 FROM {parent} AS p WHERE p.{to} = c.{from})
+                      ORDER BY 1 LIMIT 100",
+                    from = quote(&from),
+                    to = quote(&to),
+                    table = quote(&table),
+                    parent = quote(&parent),
+                );
+                let mut values = conn.prepare(&sql)?;
+                let found = values.query_map([], |row| {
+                    Ok(match row.get::<_, rusqlite::types::Value>(0)? {
+                        rusqlite::types::Value::Text(t) => t,
+                        rusqlite::types::Value::Integer(i) => i.to_string(),
+                        rusqlite::types::Value::Real(r) => r.to_string(),
+                        rusqlite::types::Value::Blob(b) => format!("a blob of {} bytes", b.len()),
+                        rusqlite::types::Value::Null => "NULL".to_owned(),
+                    })
+                })?;
+                found.collect::<rusqlite::Result<Vec<_>>>()?
+            }
+            _ => Vec::new(),
+        };
+        out.push(BrokenReference {
+            table,
+            columns: columns.unwrap_or_default(),
+            references: parent,
+            rows: u64::try_from(rows).unwrap_or(0),
+            missing,
+        });
     }
-    Ok(())
+    Ok(out)
+}
+
+/// `PRAGMA integrity_check` and `PRAGMA foreign_key_check`, in one read transaction so that
+/// both see the same state. Reads the whole file: an operator's check, never part of opening.
+pub(crate) fn integrity(conn: &Connection) -> Result<CheckReport> {
+    let tx = conn.unchecked_transaction()?;
+    let integrity = {
+        let mut stmt = tx.prepare("PRAGMA integrity_check")?;
+        let lines = stmt.query_map([], |row| row.get::<_, String>(0))?;
+        lines.collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    let broken_references = broken_references(&tx)?;
+    tx.rollback()?;
+    let ok = integrity == ["ok"] && broken_references.is_empty();
+    Ok(CheckReport {
+        ok,
+        integrity,
+        broken_references,
+    })
 }
 
 /// Lets refinery run inside a transaction we opened: its statements execute as they are, with

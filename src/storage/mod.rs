@@ -13,16 +13,21 @@ mod migrate;
 mod plans;
 pub(crate) mod postures;
 
-pub(crate) use migrate::supported_version;
+pub(crate) use migrate::{integrity, supported_version};
 pub(crate) mod sessions;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::config::{Config, Synchronous};
 use crate::error::{Error, Result};
+
+/// `PRAGMA journal_size_limit`, in bytes: see [`configure`].
+const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
 /// `PRAGMA application_id` of every ledger: ASCII "SLdg". Lets `file(1)` and this library tell
 /// a ledger from any other SQLite database.
@@ -32,29 +37,59 @@ pub(crate) const APPLICATION_ID: i32 = 0x534c_6467;
 pub(crate) struct Storage {
     pool: r2d2::Pool<Manager>,
     path: PathBuf,
+    read_only: bool,
+    /// How many connections to the file this handle has opened, the setup connection included.
+    #[cfg_attr(not(test), allow(dead_code))]
+    opened: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Storage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Storage").field("path", &self.path).finish()
+        f.debug_struct("Storage")
+            .field("path", &self.path)
+            .field("read_only", &self.read_only)
+            .finish()
     }
 }
 
-/// The pool's connection manager: r2d2_sqlite's, except that a connection handed back while a
-/// transaction is still open is reported broken, so the pool discards it instead of handing a
-/// half-done transaction to the next caller.
-struct Manager(SqliteConnectionManager);
+/// The pool's connection manager: r2d2_sqlite's, with two changes.
+///
+/// * Its first connection is the setup connection that [`Storage::open`] opened, configured
+///   and checked, handed over instead of closed: a process that makes one call opens the file
+///   once. r2d2 has no call to add a connection to a pool, and a pool that opened the setup
+///   connection itself would retry a refused file until its connection timeout instead of
+///   failing at once, so the setup runs before the pool exists and the manager keeps the
+///   connection until the pool asks for its first.
+/// * A connection handed back while a transaction is still open is reported broken, so the
+///   pool discards it instead of handing a half-done transaction to the next caller.
+struct Manager {
+    inner: SqliteConnectionManager,
+    first: Mutex<Option<Connection>>,
+    opened: Arc<AtomicUsize>,
+}
 
 impl r2d2::ManageConnection for Manager {
     type Connection = Connection;
     type Error = rusqlite::Error;
 
     fn connect(&self) -> Result<Connection, rusqlite::Error> {
-        self.0.connect()
+        // A poisoned lock only means a thread panicked while holding it: the slot is still
+        // either full or empty.
+        let first = self
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(conn) = first {
+            return Ok(conn);
+        }
+        let conn = self.inner.connect()?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(conn)
     }
 
     fn is_valid(&self, conn: &mut Connection) -> Result<(), rusqlite::Error> {
-        self.0.is_valid(conn)
+        self.inner.is_valid(conn)
     }
 
     fn has_broken(&self, conn: &mut Connection) -> bool {
@@ -62,10 +97,14 @@ impl r2d2::ManageConnection for Manager {
     }
 }
 
-/// Flags for every connection: read-write, create only when asked, no URI interpretation (a
-/// path is a path, never `file:...?mode=memory`), and no mutex (each connection is used by one
-/// thread at a time, under the pool's guard).
-fn open_flags(create: bool) -> OpenFlags {
+/// Flags for every connection: read-write (read-only for a handle opened with
+/// [`Config::read_only`]), create only when asked, no URI interpretation (a path is a path,
+/// never `file:...?mode=memory`), and no mutex (each connection is used by one thread at a
+/// time, under the pool's guard).
+fn open_flags(read_only: bool, create: bool) -> OpenFlags {
+    if read_only {
+        return OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    }
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
@@ -96,7 +135,7 @@ fn check_config(config: &Config) -> Result<()> {
 /// takes a file of 0 or 1 byte for an empty database and would write a ledger over it (longer
 /// files without its header it refuses itself, as `NotADatabase`). An empty file is accepted
 /// only when the ledger may be created.
-fn refuse_what_is_no_database(path: &Path, config: &Config) -> Result<()> {
+fn refuse_what_is_no_database(path: &Path, may_create: bool) -> Result<()> {
     use std::io::Read;
     const HEADER: &[u8; 16] = b"SQLite format 3\0";
     let Ok(mut file) = std::fs::File::open(path) else {
@@ -107,7 +146,7 @@ fn refuse_what_is_no_database(path: &Path, config: &Config) -> Result<()> {
         .take(HEADER.len() as u64)
         .read_to_end(&mut start)?;
     let acceptable = if start.is_empty() {
-        config.create_if_missing
+        may_create
     } else {
         start.len() == HEADER.len() && start == HEADER
     };
@@ -145,6 +184,13 @@ fn configure(conn: &Connection, config: &Config) -> rusqlite::Result<()> {
     // touches (the audit tail, its index) are copied to the database once per checkpoint
     // instead of once per 1,000 pages written.
     conn.pragma_update(None, "wal_autocheckpoint", 4_000)?;
+    // With a limit set, the last connection to close leaves the kept WAL file empty (SQLite
+    // truncates a persistent WAL to zero bytes on close when any limit is set), so the next
+    // process to open an idle ledger has no WAL to read back before its first statement: an
+    // open costs the same with a WAL of 0 or 16 MiB. While the ledger is in use, a WAL that a
+    // large transaction grew past 64 MiB (four checkpoint intervals) is cut back to it at the
+    // next checkpoint; below that the file keeps its blocks, and commits overwrite them.
+    conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)?;
     // Statement journals and temporary b-trees in memory, not in temporary files. A statement
     // journal records the pages a statement changes so that a trigger's RAISE(ABORT) can undo
     // just that statement; past 64 KiB it spills to a file, and from then on every later
@@ -156,17 +202,21 @@ fn configure(conn: &Connection, config: &Config) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Keeps the WAL file when the last connection closes (`SQLITE_FCNTL_PERSIST_WAL`), as the
-/// shell's `.filectrl persist_wal 1` does. SQLite otherwise deletes it on the last close, and
-/// the next process grows a new one: until its first checkpoint, every commit appends to the
-/// file, and syncing a file whose size changed costs the file system a journal commit on top of
-/// the data. After a checkpoint SQLite rewrites the WAL from its start; keeping the file means
-/// a restarted backend commits into blocks that already exist from its first write on (a
-/// durable raise in `benches/compare.rs`: about 280 µs before, 180 µs after). The file stays as
-/// large as the largest transaction made it (`journal_size_limit` is not set, because with a
-/// limit SQLite truncates a persistent WAL to zero bytes on close). The price is paid once per
-/// open of an idle file: the close leaves the checkpointed frames valid, and the next first
-/// connection reads them back to rebuild the WAL index (`cargo bench --bench read_layout`).
+/// Keeps the WAL file, and with it the `-shm` file, when the last connection closes
+/// (`SQLITE_FCNTL_PERSIST_WAL`), as the shell's `.filectrl persist_wal 1` does. SQLite otherwise
+/// deletes both on the last close, and a reader who may read the ledger but not write its
+/// folder cannot open a WAL database whose `-wal` and `-shm` files are missing: opening one
+/// means creating them. Every writer sets it, the CLI included, so that such a reader (an
+/// auditor's `sqlite3 -readonly`, a read-only handle) finds them.
+///
+/// The file is kept, not its content: with `journal_size_limit` set (see [`configure`]), the
+/// last close truncates the checkpointed WAL to zero bytes, so the next process has nothing to
+/// read back before its first statement. Without the limit the close would leave the
+/// checkpointed frames valid, and every open of the idle file would first read them all back
+/// (up to the 16 MiB between checkpoints, more after a large transaction) to rebuild the WAL
+/// index. The price: a restarted backend appends to an empty WAL until its first checkpoint,
+/// instead of overwriting blocks that exist (`cargo bench --bench fsync_floor` measures the
+/// difference per commit).
 #[allow(unsafe_code)]
 fn keep_wal_file(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::ffi;
@@ -224,24 +274,33 @@ fn register_sha3(conn: &Connection) -> rusqlite::Result<()> {
 
 impl Storage {
     /// Opens (and, if allowed, creates) the ledger at `path`, checks that it is a ledger this
-    /// build can read, migrates it, and builds the pool.
+    /// build can read, migrates it if it is older, and builds the pool around the connection
+    /// that did all this. With [`Config::read_only`], see [`Storage::open_read_only`].
+    ///
+    /// Nothing here reads a table that grows with the ledger: the header, the schema, the few
+    /// history rows, and no write lock unless there is a migration to run.
     pub(crate) fn open(path: &Path, config: &Config) -> Result<Storage> {
         check_config(config)?;
+        if config.read_only {
+            return Storage::open_read_only(path, config);
+        }
         let path = path.to_path_buf();
         if !config.create_if_missing && !path.exists() {
             return Err(Error::NoLedger(path));
         }
-        refuse_what_is_no_database(&path, config)?;
+        refuse_what_is_no_database(&path, config.create_if_missing)?;
         let file = literal_path(&path);
-        let mut conn = Connection::open_with_flags(&file, open_flags(config.create_if_missing))
-            .map_err(|e| classify(e, &path))?;
+        let mut conn =
+            Connection::open_with_flags(&file, open_flags(false, config.create_if_missing))
+                .map_err(|e| classify(e, &path))?;
         configure(&conn, config).map_err(|e| classify(e, &path))?;
         if conn.is_readonly(rusqlite::MAIN_DB)? {
             return Err(Error::ReadOnly(path));
         }
         // Everything up to here has only read the file. Refuse a foreign or newer file before
         // the first write (switching to WAL rewrites the header).
-        migrate::check(&conn, &path)?;
+        let found = migrate::check(&conn, &path)?;
+        // On a ledger already in WAL mode this changes nothing and reads only the header.
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(|e| classify(e, &path))?;
@@ -251,38 +310,110 @@ impl Storage {
                 path.display()
             )));
         }
-        migrate::run(&mut conn, &path).map_err(|e| match e {
-            Error::Storage(s) if s.sqlite_code() == Some(rusqlite::ErrorCode::ReadOnly) => {
-                Error::ReadOnly(path.clone())
-            }
-            other => other,
-        })?;
-        // The file is accepted: from here on, connections keep its WAL (this one too, as it
-        // may be the last to close before the pool opens its first).
+        if !found.is_current() {
+            migrate::run(&mut conn, &path).map_err(|e| match e {
+                Error::Storage(s) if s.sqlite_code() == Some(rusqlite::ErrorCode::ReadOnly) => {
+                    Error::ReadOnly(path.clone())
+                }
+                other => other,
+            })?;
+        }
+        // The file is accepted: from here on, connections keep its WAL.
         if config.keep_wal_file {
             keep_wal_file(&conn).map_err(|e| classify(e, &path))?;
         }
-        drop(conn);
+        Storage::with_pool(conn, file, path, config)
+    }
 
+    /// Opens the ledger at `path` for reading only ([`Config::read_only`]): every connection
+    /// with `SQLITE_OPEN_READ_ONLY`, no migration, no `journal_mode` change, nothing created
+    /// beside the file by this process (SQLite itself creates a missing `-wal` or `-shm` file
+    /// when the folder lets it). Refuses a missing file, a file that is not a ledger (an empty
+    /// database included: only a writer makes it one), and a ledger at any other schema
+    /// version than this build's: a newer one needs a newer build, an older one a writer to
+    /// upgrade it.
+    fn open_read_only(path: &Path, config: &Config) -> Result<Storage> {
+        let path = path.to_path_buf();
+        if !path.exists() {
+            return Err(Error::NoLedger(path));
+        }
+        refuse_what_is_no_database(&path, false)?;
+        let file = literal_path(&path);
+        let failure = |e: rusqlite::Error| read_only_failure(classify(e, &path), &path);
+        let conn = Connection::open_with_flags(&file, open_flags(true, false)).map_err(failure)?;
+        configure(&conn, config).map_err(failure)?;
+        let found = migrate::check(&conn, &path).map_err(|e| read_only_failure(e, &path))?;
+        match found {
+            migrate::Found::Empty => return Err(Error::NotALedger(path)),
+            migrate::Found::Ledger { version } if version != supported_version() => {
+                return Err(Error::InvalidConfig(format!(
+                    "read_only: the ledger at {} is at schema version {version}, older than the \
+                     {} this build reads, and a read-only open does not upgrade it; open it once \
+                     with write access (for example `session-ledger init`) to upgrade it",
+                    path.display(),
+                    supported_version()
+                )));
+            }
+            migrate::Found::Ledger { .. } => {}
+        }
+        // A read-only connection never checkpoints or deletes the WAL; kept for symmetry, so
+        // that no connection of a ledger ever asks SQLite to delete it.
+        if config.keep_wal_file {
+            keep_wal_file(&conn).map_err(failure)?;
+        }
+        Storage::with_pool(conn, file, path, config)
+    }
+
+    /// Builds the pool, handing it `first` as its first connection.
+    fn with_pool(
+        first: Connection,
+        file: PathBuf,
+        path: PathBuf,
+        config: &Config,
+    ) -> Result<Storage> {
         let init_config = config.clone();
-        let manager = SqliteConnectionManager::file(&file)
-            .with_flags(open_flags(false))
-            .with_init(move |c| {
-                configure(c, &init_config)?;
-                if init_config.keep_wal_file {
-                    keep_wal_file(c)?;
-                }
-                Ok(())
-            });
+        let opened = Arc::new(AtomicUsize::new(1));
+        let manager = Manager {
+            inner: SqliteConnectionManager::file(&file)
+                .with_flags(open_flags(config.read_only, false))
+                .with_init(move |c| {
+                    configure(c, &init_config)?;
+                    if init_config.keep_wal_file {
+                        keep_wal_file(c)?;
+                    }
+                    Ok(())
+                }),
+            first: Mutex::new(Some(first)),
+            opened: Arc::clone(&opened),
+        };
         // No validation query on checkout: it would cost every read a round trip, and a
         // connection that is unusable fails its statement with a clear error anyway. A
         // connection handed back inside a transaction is discarded (`Manager::has_broken`).
+        // `min_idle` 0: the pool opens a connection only when a call finds none idle, and the
+        // first call finds none and gets the setup connection.
         let pool = r2d2::Pool::builder()
             .max_size(config.pool_size)
             .min_idle(Some(0))
             .test_on_check_out(false)
-            .build(Manager(manager))?;
-        Ok(Storage { pool, path })
+            .build(manager)?;
+        Ok(Storage {
+            pool,
+            path,
+            read_only: config.read_only,
+            opened,
+        })
+    }
+
+    /// True for a handle opened with [`Config::read_only`].
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// How many connections to the file this handle has opened so far, the setup connection
+    /// included.
+    #[cfg(test)]
+    fn connections_opened(&self) -> usize {
+        self.opened.load(Ordering::Relaxed)
     }
 
     /// The ledger file.
@@ -307,8 +438,12 @@ impl Storage {
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction and commits when it returns `Ok`; an
-    /// `Err` rolls everything back.
+    /// `Err` rolls everything back. On a read-only handle, fails with [`Error::ReadOnly`]
+    /// before taking a connection.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        if self.read_only {
+            return Err(Error::ReadOnly(self.path.clone()));
+        }
         let mut conn = self.pool.get()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
@@ -356,6 +491,52 @@ fn classify(e: rusqlite::Error, path: &Path) -> Error {
     }
 }
 
+/// A read-only open's failure, made clear where SQLite's is not. A ledger is in WAL mode, and a
+/// connection to a WAL database needs its `-wal` and `-shm` files: SQLite creates them when
+/// they are missing, which a reader who may not write the folder cannot do, and SQLite then
+/// says only "unable to open database file". Every writer leaves both files in place when it
+/// closes; a ledger last closed by an older writer may lack them.
+fn read_only_failure(e: Error, path: &Path) -> Error {
+    let cannot_open = match &e {
+        Error::ReadOnly(_) => true,
+        Error::Storage(s) => matches!(
+            s.sqlite_code(),
+            Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+        ),
+        _ => false,
+    };
+    let beside = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let missing: Vec<PathBuf> = ["-wal", "-shm"]
+        .iter()
+        .map(|suffix| beside(suffix))
+        .filter(|p| !p.exists())
+        .collect();
+    if !cannot_open || missing.is_empty() {
+        return e;
+    }
+    let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+    Error::from(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!(
+            "cannot open the ledger at {} for reading: {} missing, and a reader who may not \
+             write its folder cannot create {}; a writer leaves both files in place when it \
+             closes, so open the ledger once with write access (for example \
+             `session-ledger init`) and read it again",
+            path.display(),
+            if names.len() == 1 {
+                format!("{} is", names[0])
+            } else {
+                format!("{} are", names.join(" and "))
+            },
+            if names.len() == 1 { "it" } else { "them" },
+        ),
+    ))
+}
+
 /// Maps a row's text timestamp, failing with [`Error::Corruption`] on a malformed one.
 pub(crate) fn ts(column: &str, value: &str) -> Result<chrono::DateTime<chrono::Utc>> {
     crate::clock::parse_ts(value)
@@ -376,8 +557,43 @@ mod tests {
     use r2d2::ManageConnection;
 
     #[test]
+    fn a_handle_used_by_one_caller_at_a_time_opens_the_file_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("ledger.db");
+        for config in [Config::default(), Config::default().read_only(true)] {
+            let storage = Storage::open(&path, &config).expect("open");
+            // The setup connection, kept for the pool's first call.
+            assert_eq!(storage.connections_opened(), 1);
+            for _ in 0..3 {
+                storage
+                    .read(|c| {
+                        Ok(c.query_row("SELECT count(*) FROM sessions", [], |r| {
+                            r.get::<_, i64>(0)
+                        })?)
+                    })
+                    .expect("read");
+            }
+            if !config.read_only {
+                storage
+                    .write(|tx| Ok(tx.execute_batch("SELECT 1")?))
+                    .expect("write");
+            }
+            assert_eq!(
+                storage.connections_opened(),
+                1,
+                "read_only: {}: a connection beside the setup connection",
+                config.read_only
+            );
+        }
+    }
+
+    #[test]
     fn a_connection_handed_back_inside_a_transaction_is_reported_broken() {
-        let manager = Manager(SqliteConnectionManager::memory());
+        let manager = Manager {
+            inner: SqliteConnectionManager::memory(),
+            first: Mutex::new(None),
+            opened: Arc::default(),
+        };
         let mut conn = manager.connect().expect("connect");
         assert!(!manager.has_broken(&mut conn));
         conn.execute_batch("BEGIN IMMEDIATE").expect("begin");

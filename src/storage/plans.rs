@@ -47,7 +47,10 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("children", sessions::CHILDREN),
         ("subtree", sessions::SUBTREE),
         ("tree", sessions::TREE),
-        ("tree: the top's inherited label", labels::NEAREST_LABEL),
+        (
+            "tree, read-only first read: the inherited label",
+            labels::INHERITED,
+        ),
         (
             "preview: subtree with postures",
             postures::SUBTREE_WITH_POSTURES,
