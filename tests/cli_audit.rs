@@ -286,21 +286,32 @@ fn verify_on_a_busy_ledger_prints_ok_with_the_row_count_and_the_head_and_exits_0
     Ok(())
 }
 
+/// A ledger at `db` with a trusted root `conductor` and `workers` children under it
+/// (`worker-0`, ...), each born trusted, written quickly (synchronous NORMAL, bounds lifted).
+fn trusted_conductor_with_workers(
+    db: &Path,
+    workers: usize,
+) -> Result<session_ledger::Ledger, session_ledger::Error> {
+    use session_ledger::{Config, Ledger, PostureLevel, Synchronous};
+    let config = Config::default()
+        .max_live_children(5_000)
+        .creation_rate(100_000, Duration::from_secs(60))
+        .synchronous(Synchronous::Normal);
+    let ledger = Ledger::open_with(db, config)?;
+    ledger.create_root("conductor", "alice")?;
+    ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    for i in 0..workers {
+        ledger.create_child(&format!("worker-{i}"), "conductor", "alice")?;
+    }
+    Ok(ledger)
+}
+
 #[test]
 fn verify_passes_on_thousands_of_rows_written_by_creates_and_a_large_cascade() -> TestResult {
-    use session_ledger::{Config, Ledger, PostureLevel, Propagation, Raise, Synchronous, Taint};
+    use session_ledger::{Propagation, Raise, Taint};
     let fx = Fixture::empty()?;
     {
-        let config = Config::default()
-            .max_live_children(5_000)
-            .creation_rate(100_000, Duration::from_secs(60))
-            .synchronous(Synchronous::Normal);
-        let ledger = Ledger::open_with(&fx.db, config)?;
-        ledger.create_root("conductor", "alice")?;
-        ledger.grant("conductor", PostureLevel::Trust, "alice")?;
-        for i in 0..1_500 {
-            ledger.create_child(&format!("worker-{i}"), "conductor", "alice")?;
-        }
+        let ledger = trusted_conductor_with_workers(&fx.db, 1_500)?;
         ledger.raise(
             "conductor",
             Raise {
@@ -1809,23 +1820,14 @@ fn a_chain_that_does_not_verify_under_json_is_an_unverified_chain_error_on_stder
 
 #[test]
 fn a_closed_stdout_ends_the_command_quietly_with_the_sigpipe_status() -> TestResult {
-    use session_ledger::{Config, Ledger, PostureLevel, Propagation, Synchronous};
+    use session_ledger::Propagation;
     use std::io::Read;
     use std::process::Stdio;
     let fx = Fixture::empty()?;
     {
         // About 2,000 rows: far more output than a pipe holds, so the command is still writing
         // when the reader goes away.
-        let config = Config::default()
-            .max_live_children(5_000)
-            .creation_rate(100_000, Duration::from_secs(60))
-            .synchronous(Synchronous::Normal);
-        let ledger = Ledger::open_with(&fx.db, config)?;
-        ledger.create_root("conductor", "alice")?;
-        ledger.grant("conductor", PostureLevel::Trust, "alice")?;
-        for i in 0..1_000 {
-            ledger.create_child(&format!("worker-{i}"), "conductor", "alice")?;
-        }
+        let ledger = trusted_conductor_with_workers(&fx.db, 1_000)?;
         ledger.revoke("conductor", Propagation::Cascade { token: None }, "alice")?;
     }
     for args in [&["audit"][..], &["--json", "audit"]] {
