@@ -377,7 +377,7 @@ mod ops {
             for id in [&query.session, &query.subtree].into_iter().flatten() {
                 validate_id(id)?;
             }
-            self.storage.read(|c| storage::audit::list(c, query))
+            self.storage.snapshot(|c| storage::audit::list(c, query))
         }
 
         /// The head of the audit chain, to keep somewhere else.
@@ -410,7 +410,7 @@ mod ops {
         /// # Ok(()) }
         /// ```
         pub fn verify(&self, saved: Option<&AuditHead>) -> Result<Verification> {
-            self.storage.read(|c| storage::audit::verify(c, saved))
+            self.storage.snapshot(|c| storage::audit::verify(c, saved))
         }
 
         /// Verifies only what was written since `saved`, a head kept from
@@ -452,7 +452,8 @@ mod ops {
         /// # Ok(()) }
         /// ```
         pub fn verify_from(&self, saved: &AuditHead) -> Result<Verification> {
-            self.storage.read(|c| storage::audit::verify_from(c, saved))
+            self.storage
+                .snapshot(|c| storage::audit::verify_from(c, saved))
         }
 
         /// Why `id` holds what it holds. Reads only: an unmaterialized session is explained as

@@ -197,16 +197,6 @@ fn list_sql(query: &AuditQuery) -> &'static str {
     }
 }
 
-/// A read transaction when `conn` has none open, so that a read made of several statements
-/// sees one state of the file; it ends (it only read) when dropped.
-fn snapshot(conn: &Connection) -> Result<Option<Transaction<'_>>> {
-    Ok(if conn.is_autocommit() {
-        Some(conn.unchecked_transaction()?)
-    } else {
-        None
-    })
-}
-
 /// The seq from which the trail's times are in order ([`ORDERED_FROM_SQL`]).
 fn ordered_from(conn: &Connection) -> Result<i64> {
     let mut stmt = conn.prepare_cached(ORDERED_FROM_SQL)?;
@@ -272,9 +262,9 @@ fn seq_ranges(conn: &Connection, query: &AuditQuery) -> Result<Vec<(i64, i64)>> 
     Ok(ranges)
 }
 
-/// The rows matching `query`, oldest first.
+/// The rows matching `query`, oldest first. Run inside one read transaction, as every read of
+/// several statements is (`Storage::snapshot`).
 pub(crate) fn list(conn: &Connection, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
-    let _snapshot = snapshot(conn)?;
     let mut remaining = query.limit.map(i64::from);
     let mut pieces = Vec::new();
     for (from, to) in seq_ranges(conn, query)? {
@@ -469,10 +459,10 @@ impl Walk {
     }
 }
 
-/// Walks the whole chain in one statement (one consistent snapshot) and reports the first row
-/// that does not verify; with `saved`, also checks that the saved head is still there.
+/// Walks the whole chain and reports the first row that does not verify; with `saved`, also
+/// checks that the saved head is still there. The caller runs it inside one read transaction
+/// (`Storage::snapshot`), so its statements see one state of the trail.
 pub(crate) fn verify(conn: &Connection, saved: Option<&AuditHead>) -> Result<Verification> {
-    let _snapshot = snapshot(conn)?;
     let mut walk = Walk::from_genesis(ordered_from(conn)?);
     let mut saved_hash: Option<String> = None;
     let mut stmt = conn.prepare_cached(WALK_SQL)?;
@@ -508,7 +498,6 @@ pub(crate) fn verify_from(conn: &Connection, saved: &AuditHead) -> Result<Verifi
     if saved.seq <= 0 {
         return verify(conn, Some(saved));
     }
-    let _snapshot = snapshot(conn)?;
     let ordered_from = ordered_from(conn)?;
     let mut stmt = conn.prepare_cached(WALK_SQL)?;
     let mut rows = stmt.query([saved.seq])?;
