@@ -71,6 +71,8 @@ mod ledger;
 mod postures;
 mod sessions;
 mod storage;
+#[cfg(test)]
+mod tests;
 
 pub use audit::{
     chain_hash, AuditEntry, AuditHead, AuditQuery, ChainProblem, Explanation, Verification,

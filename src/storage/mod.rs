@@ -9,8 +9,6 @@ pub(crate) mod audit;
 pub(crate) mod grants;
 pub(crate) mod labels;
 mod migrate;
-#[cfg(test)]
-mod plans;
 pub(crate) mod postures;
 
 pub(crate) use migrate::{integrity, supported_version};

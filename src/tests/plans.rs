@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{audit, grants, labels, postures, sessions};
 use crate::config::{Config, Synchronous};
 use crate::ledger::Ledger;
 use crate::postures::{PostureLevel, Propagation};
+use crate::storage::{audit, grants, labels, postures, sessions};
 use crate::Raise;
 
 /// The statements on the hot paths, by a name that says what runs them.
