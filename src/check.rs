@@ -2,11 +2,11 @@
 //!
 //! Opening a ledger reads nothing that grows with it, so neither check runs at open: each
 //! reads the whole file. They run after a migration (inside its transaction, for the
-//! references) and when an operator asks, with [`Ledger::check`] or `session-ledger check`.
+//! references) and when an operator asks, with [`Ledger::check`](crate::Ledger::check) or `session-ledger check`.
 
 use serde::Serialize;
 
-/// What [`Ledger::check`] found.
+/// What [`Ledger::check`](crate::Ledger::check) found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct CheckReport {
