@@ -2,7 +2,8 @@
 //!
 //! Opening a ledger reads nothing that grows with it, so neither check runs at open: each
 //! reads the whole file. They run after a migration (inside its transaction, for the
-//! references) and when an operator asks, with [`Ledger::check`](crate::Ledger::check) or `session-ledger check`.
+//! references) and when an operator asks, with [`Ledger::check`](crate::Ledger::check) or
+//! `session-ledger check`.
 
 use serde::Serialize;
 
