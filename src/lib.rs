@@ -62,6 +62,7 @@
 mod audit;
 mod check;
 mod clock;
+mod commands;
 mod config;
 mod decisions;
 mod error;
@@ -80,6 +81,7 @@ pub use audit::{
 };
 pub use check::{BrokenReference, CheckReport};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
+pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
 pub use config::{Config, Synchronous};
 pub use decisions::{Decision, Reason, Verdict};
 pub use error::{Error, IdProblem, Result, StorageError};
