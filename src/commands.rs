@@ -234,7 +234,6 @@ pub fn parse_command_line(line: &str) -> Result<Vec<SimpleCommand>, Refusal> {
 }
 
 /// Parses a pattern: the same grammar, except that an unquoted `*` is the pattern's wildcard.
-#[allow(dead_code)] // The pattern grammar in grants.rs is its caller.
 pub(crate) fn parse_pattern_words(text: &str) -> Result<Parts, Refusal> {
     parse(text, Mode::Pattern)
 }

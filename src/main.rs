@@ -969,7 +969,23 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
 fn describe_decision(d: &Decision) -> String {
     let why = match &d.reason {
         Reason::Trust { posture } | Reason::TrustReads { posture } => posture_words(posture),
-        Reason::Pattern { pattern, added_by } => format!("pattern {pattern:?} added by {added_by}"),
+        Reason::Pattern {
+            pattern,
+            added_by,
+            parts,
+        } if parts.len() <= 1 => format!("pattern {pattern:?} added by {added_by}"),
+        Reason::Pattern { parts, .. } => {
+            let each: Vec<String> = parts
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{:?} by pattern {:?} (added by {})",
+                        p.part.text, p.pattern, p.added_by
+                    )
+                })
+                .collect();
+            format!("every part admitted: {}", each.join("; "))
+        }
         Reason::Scope {
             scope,
             granted_by,
@@ -983,11 +999,23 @@ fn describe_decision(d: &Decision) -> String {
         Reason::Nothing {
             reads_only,
             lapsed_epoch,
-        } => match (reads_only, lapsed_epoch) {
-            (true, _) => "trust_reads covers read-only commands only".to_owned(),
-            (_, Some(epoch)) => format!("its posture lapsed with epoch {epoch}"),
-            _ => "no posture, pattern or scope admits it".to_owned(),
-        },
+            unadmitted,
+            refused,
+        } => {
+            let base = match (reads_only, lapsed_epoch) {
+                (true, _) => "trust_reads covers read-only commands only".to_owned(),
+                (_, Some(epoch)) => format!("its posture lapsed with epoch {epoch}"),
+                _ => "no posture, pattern or scope admits it".to_owned(),
+            };
+            match (refused, unadmitted) {
+                (Some(r), _) => format!("{base}; no pattern ever admits {r}"),
+                (_, Some(p)) => format!(
+                    "{base}; no pattern admits the part {:?} at bytes {}..{}",
+                    p.text, p.range.start, p.range.end
+                ),
+                _ => base,
+            }
+        }
         _ => "see --json".to_owned(),
     };
     let verdict = match d.verdict {
