@@ -252,6 +252,55 @@ pub fn pattern_matches(pattern: &str, command: &str) -> bool {
     }
 }
 
+/// Checks a pattern against examples: each of `must_match` must be admitted whole by the
+/// pattern ([`pattern_matches`]), and none of `must_not_match`. Like Codex's match / not_match
+/// examples: a pattern that disagrees with what the operator meant is refused before it is
+/// stored.
+///
+/// ```
+/// use session_ledger::check_pattern_examples;
+/// assert!(check_pattern_examples("npm test *", &["npm test --watch"], &["npm install"]).is_ok());
+/// assert!(check_pattern_examples("npm *", &["npm test"], &["npm install"]).is_err());
+/// ```
+///
+/// # Errors
+///
+/// [`Error::InvalidPattern`] when the pattern is invalid or an example disagrees, naming it.
+pub fn check_pattern_examples<S: AsRef<str>>(
+    pattern: &str,
+    must_match: &[S],
+    must_not_match: &[S],
+) -> Result<(), Error> {
+    Pattern::parse(pattern)?;
+    let invalid = |problem: String| Error::InvalidPattern {
+        pattern: pattern.to_owned(),
+        problem,
+    };
+    for example in must_match {
+        let test = test_pattern(pattern, example.as_ref())?;
+        if !test.admitted {
+            let why = match (&test.refused, test.parts.iter().find(|p| !p.admitted)) {
+                (Some(r), _) => format!("the line holds {r}, which no pattern admits"),
+                (_, Some(p)) => format!("it does not admit the part {:?}", p.text),
+                _ => "it does not admit it".to_owned(),
+            };
+            return Err(invalid(format!(
+                "the example {:?} must match, but {why}",
+                example.as_ref()
+            )));
+        }
+    }
+    for example in must_not_match {
+        if pattern_matches(pattern, example.as_ref()) {
+            return Err(invalid(format!(
+                "the example {:?} must not match, but it does",
+                example.as_ref()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// What a pattern would do with a command line, part by part ([`test_pattern`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PatternTest {
@@ -488,7 +537,9 @@ mod ops {
 
     use serde_json::json;
 
-    use super::{validate_pattern, validate_scope_name, CommandPattern, Scope};
+    use super::{
+        check_pattern_examples, validate_pattern, validate_scope_name, CommandPattern, Scope,
+    };
     use crate::clock::format_ts;
     use crate::error::{Error, Result};
     use crate::ledger::{resolve, Ledger};
@@ -522,8 +573,39 @@ mod ops {
         /// [`Error::InvalidId`], [`Error::InvalidPattern`], [`Error::InvalidActor`],
         /// [`Error::UnknownSession`], [`Error::SessionEnded`].
         pub fn add_pattern(&self, id: &str, pattern: &str, actor: &str) -> Result<bool> {
+            self.add_pattern_with_examples::<&str>(id, pattern, actor, &[], &[])
+        }
+
+        /// Allows a command pattern, as [`Ledger::add_pattern`], after checking it against
+        /// examples that must and must not match ([`check_pattern_examples`]): when one
+        /// disagrees, nothing is written.
+        ///
+        /// ```
+        /// # fn main() -> Result<(), session_ledger::Error> {
+        /// # let dir = tempfile::tempdir().unwrap();
+        /// let ledger = session_ledger::Ledger::open(dir.path().join("ledger.db"))?;
+        /// ledger.create_root("s1", "alice")?;
+        /// let refused = ledger.add_pattern_with_examples("s1", "npm *", "alice", &[], &["npm install"]);
+        /// assert!(refused.is_err());
+        /// assert!(ledger.patterns("s1")?.is_empty());
+        /// assert!(ledger.add_pattern_with_examples("s1", "npm test *", "alice", &["npm test"], &["npm install"])?);
+        /// # Ok(()) }
+        /// ```
+        ///
+        /// # Errors
+        ///
+        /// As [`Ledger::add_pattern`]; [`Error::InvalidPattern`] when an example disagrees.
+        pub fn add_pattern_with_examples<S: AsRef<str>>(
+            &self,
+            id: &str,
+            pattern: &str,
+            actor: &str,
+            must_match: &[S],
+            must_not_match: &[S],
+        ) -> Result<bool> {
             validate_id(id)?;
             validate_pattern(pattern)?;
+            check_pattern_examples(pattern, must_match, must_not_match)?;
             validate_actor(actor)?;
             self.write(|tx, now| {
                 live(tx, id, now)?;

@@ -86,9 +86,9 @@ pub use config::{Config, Synchronous};
 pub use decisions::{AdmittedPart, Decision, Part, Reason, Verdict};
 pub use error::{Error, IdProblem, Result, StorageError};
 pub use grants::{
-    parse_ttl, pattern_matches, test_pattern, validate_pattern, validate_scope_name,
-    CommandPattern, PartTest, Pattern, PatternTest, Scope, MAX_PATTERN_LEN, MAX_SCOPE_NAME_LEN,
-    MAX_TTL,
+    check_pattern_examples, parse_ttl, pattern_matches, test_pattern, validate_pattern,
+    validate_scope_name, CommandPattern, PartTest, Pattern, PatternTest, Scope, MAX_PATTERN_LEN,
+    MAX_SCOPE_NAME_LEN, MAX_TTL,
 };
 pub use labels::{Label, Materialized, Raise, RaiseOutcome, SessionState, Taint};
 pub use ledger::{Created, Ledger};
