@@ -756,3 +756,35 @@ fn pattern_list_flags_a_stored_pattern_this_version_refuses() -> TestResult {
         .any(|l| l.contains("git status") && l.contains("REFUSED")));
     Ok(())
 }
+
+#[test]
+fn the_star_examples_of_the_patterns_doc_hold() {
+    use session_ledger::pattern_matches as m;
+    for (pattern, yes, no) in [
+        (
+            "git *",
+            &["git", "git status", "git log -3"][..],
+            &["gitk", "git status; rm"][..],
+        ),
+        (
+            "git * --short",
+            &["git status --short"],
+            &["git status -v --short"],
+        ),
+        ("ls -*", &["ls -la"], &["ls -la src", "ls"]),
+        (
+            "cargo test --*=*",
+            &["cargo test --jobs=2"],
+            &["cargo test --jobs 2"],
+        ),
+        ("echo '*'", &["echo '*'", "echo \\*"], &["echo x"]),
+        ("*", &["rm -rf /", "a; b"], &["a $(b)", "a > b", "a &"]),
+    ] {
+        for line in yes {
+            assert!(m(pattern, line), "{pattern:?} should admit {line:?}");
+        }
+        for line in no {
+            assert!(!m(pattern, line), "{pattern:?} should not admit {line:?}");
+        }
+    }
+}
