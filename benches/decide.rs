@@ -10,6 +10,11 @@
 //!   admitted by a different pattern: the line is parsed and every part matched (approve). On a
 //!   build before patterns were parsed, the same call matched each pattern against the whole
 //!   line as text, none matched, and it asked.
+//! * `decide/patterns_200_bytes_plain`: as `patterns_200_bytes` with [`PLAIN_200`], a line of
+//!   six simple commands with nothing for bash to interpret (no quote, `=`, `$`, ...), which the
+//!   ledger splits without the grammar (approve).
+//! * `decide/line_8_kib_quoted`: the longest line read by the grammar: `npm test` and 2,045
+//!   quoted one-letter arguments, 8,188 bytes (approve).
 //! * `decide/line_8_kib`: the same sessions and a line of 8,191 bytes, about the longest that is
 //!   parsed: `npm test` and 4,091 one-letter arguments (approve).
 //! * `decide/line_100_kb`: the same sessions and a line of 100,000 bytes (ask, unread).
@@ -59,6 +64,13 @@ const PATTERNS: [&str; 20] = [
     "rg *",
     "diff *",
 ];
+
+/// 200 bytes, six simple commands with nothing for bash to interpret, each admitted by a
+/// different one of [`PATTERNS`].
+const PLAIN_200: &str =
+    "cargo test -p session-ledger --lib commands -- --nocapture --test-threads 20 && \
+    git status && npm test -- --grep quoting --reporter spec && \
+    ls -la src/storage docs/ && grep -rn pattern src/ | wc -l -c";
 
 /// 200 bytes, six simple commands, each admitted by a different one of [`PATTERNS`].
 const LINE_200: &str =
@@ -113,6 +125,8 @@ fn decide(c: &mut Criterion) {
     }
 
     assert_eq!(LINE_200.len(), 200);
+    assert_eq!(PLAIN_200.len(), 200, "{}", PLAIN_200.len());
+    let line_8_kib_quoted = format!("npm test {}", "'a'".repeat(2_045).replace("''", "' '"));
     let line_8_kib = format!("npm test {}", "a ".repeat(4_091));
     assert_eq!(line_8_kib.len(), 8_191);
     let line_100_kb = format!("npm test {}", "a".repeat(100_000 - 9));
@@ -120,6 +134,10 @@ fn decide(c: &mut Criterion) {
     println!("{LINE_200:?} on 20 patterns: {:?}", d.verdict);
     let d = ledger.decide(&patterned[0], &line_8_kib, false).unwrap();
     println!("an 8 KiB line on 20 patterns: {:?}", d.verdict);
+    for line in [PLAIN_200, line_8_kib_quoted.as_str()] {
+        let d = ledger.decide(&patterned[0], line, false).unwrap();
+        assert_eq!(d.verdict, Verdict::Approve, "{} bytes", line.len());
+    }
     let d = ledger.decide(&patterned[0], &line_100_kb, false).unwrap();
     println!("a 100 KB line on 20 patterns: {:?}", d.verdict);
     assert_eq!(d.verdict, Verdict::Ask);
@@ -141,6 +159,8 @@ fn decide(c: &mut Criterion) {
     }
     for (name, line) in [
         ("patterns_200_bytes", LINE_200),
+        ("patterns_200_bytes_plain", PLAIN_200),
+        ("line_8_kib_quoted", line_8_kib_quoted.as_str()),
         ("line_8_kib", line_8_kib.as_str()),
         ("line_100_kb", line_100_kb.as_str()),
     ] {
