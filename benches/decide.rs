@@ -6,15 +6,17 @@
 //! * `decide/asks`: the session holds no posture and has two command patterns (`npm test *`,
 //!   `cargo check`), neither matching, and no scope; every check runs and the answer is ask.
 //! * `decide/patterns_200_bytes`: the session holds no posture and 20 command patterns, and the
-//!   command line is [`LINE_200`], 200 bytes of six simple commands joined by `&&` and `|`, each
-//!   admitted by a different pattern: the line is parsed and every part matched (approve). On a
+//!   command line is [`LINE_200`], 200 bytes of six simple commands joined by `&&` and `|`, with
+//!   quoted words, each admitted by a different pattern: every part is matched (approve). On a
 //!   build before patterns were parsed, the same call matched each pattern against the whole
-//!   line as text, none matched, and it asked.
+//!   line as text, and `cargo test *` matched all of it.
+//! * `decide/patterns_200_bytes_grammar`: the same line with `--reporter=spec` for
+//!   `--reporter spec`: the `=` sends it through the bash grammar (approve).
 //! * `decide/patterns_200_bytes_plain`: as `patterns_200_bytes` with [`PLAIN_200`], a line of
 //!   six simple commands with nothing for bash to interpret (no quote, `=`, `$`, ...), which the
 //!   ledger splits without the grammar (approve).
-//! * `decide/line_8_kib_quoted`: the longest line read by the grammar: `npm test` and 2,045
-//!   quoted one-letter arguments, 8,188 bytes (approve).
+//! * `decide/line_8_kib_quoted`: about the longest line read by the grammar: `npm test x=y` and
+//!   2,044 quoted one-letter arguments, 8,188 bytes (approve).
 //! * `decide/line_8_kib`: the same sessions and a line of 8,191 bytes, about the longest that is
 //!   parsed: `npm test` and 4,091 one-letter arguments (approve).
 //! * `decide/line_100_kb`: the same sessions and a line of 100,000 bytes (ask, unread).
@@ -126,7 +128,8 @@ fn decide(c: &mut Criterion) {
 
     assert_eq!(LINE_200.len(), 200);
     assert_eq!(PLAIN_200.len(), 200, "{}", PLAIN_200.len());
-    let line_8_kib_quoted = format!("npm test {}", "'a'".repeat(2_045).replace("''", "' '"));
+    let line_8_kib_quoted = format!("npm test x=y {}", "'a'".repeat(2_044).replace("''", "' '"));
+    let grammar_200 = LINE_200.replace("--reporter spec", "--reporter=spec");
     let line_8_kib = format!("npm test {}", "a ".repeat(4_091));
     assert_eq!(line_8_kib.len(), 8_191);
     let line_100_kb = format!("npm test {}", "a".repeat(100_000 - 9));
@@ -134,7 +137,7 @@ fn decide(c: &mut Criterion) {
     println!("{LINE_200:?} on 20 patterns: {:?}", d.verdict);
     let d = ledger.decide(&patterned[0], &line_8_kib, false).unwrap();
     println!("an 8 KiB line on 20 patterns: {:?}", d.verdict);
-    for line in [PLAIN_200, line_8_kib_quoted.as_str()] {
+    for line in [PLAIN_200, grammar_200.as_str(), line_8_kib_quoted.as_str()] {
         let d = ledger.decide(&patterned[0], line, false).unwrap();
         assert_eq!(d.verdict, Verdict::Approve, "{} bytes", line.len());
     }
@@ -160,6 +163,7 @@ fn decide(c: &mut Criterion) {
     for (name, line) in [
         ("patterns_200_bytes", LINE_200),
         ("patterns_200_bytes_plain", PLAIN_200),
+        ("patterns_200_bytes_grammar", grammar_200.as_str()),
         ("line_8_kib_quoted", line_8_kib_quoted.as_str()),
         ("line_8_kib", line_8_kib.as_str()),
         ("line_100_kb", line_100_kb.as_str()),

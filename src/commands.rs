@@ -326,11 +326,12 @@ const SYNTAX_WORDS: &[&str] = &[
     "typeset", "unset",
 ];
 
-/// The simple commands of a line with nothing for bash to interpret: only
-/// [`is_plain_byte`]s, spaces and tabs in the words, joined by `;`, newline, `&&`, `||` or `|`,
-/// with no reserved word and no `=` at all. Such a line has no quoting, expansion, assignment or
-/// construct, so its words are its space-separated runs, as the grammar would also find them
-/// (a test checks the two agree). `None` for anything else, which the grammar then reads: this
+/// The simple commands of a line with nothing for bash to interpret: words of
+/// [`is_plain_byte`]s and of quoted printable ASCII (single-quoted, or double-quoted without
+/// `$`, backtick, backslash or `!`), separated by spaces and tabs, joined by `;`, newline, `&&`,
+/// `||` or `|`, with no reserved word and no `=` at all. Such a line has no expansion,
+/// assignment or construct, so its words are its space-separated runs with the quotes removed,
+/// as the grammar would also find them (a test checks the two agree). `None` for anything else, which the grammar then reads: this
 /// only saves the grammar's time (about 0.6 µs a byte) on the commonest lines.
 fn plain_fast_path(line: &str) -> Option<Parts> {
     let bytes = line.as_bytes();
@@ -346,6 +347,7 @@ fn plain_fast_path(line: &str) -> Option<Parts> {
         parts.push((std::mem::take(words), first..last));
         true
     };
+    let mut text = String::new();
     while i <= bytes.len() {
         let b = bytes.get(i).copied();
         match b {
@@ -353,21 +355,41 @@ fn plain_fast_path(line: &str) -> Option<Parts> {
                 if start.is_none() {
                     start = Some(i);
                 }
+                text.push(char::from(b));
                 i += 1;
+                continue;
+            }
+            // Quoted text inside a word: printable ASCII, and in double quotes none of the
+            // characters bash still reads there (`$`, backtick, backslash, `!`).
+            Some(quote @ (b'\'' | b'"')) => {
+                let close = bytes[i + 1..].iter().position(|&c| c == quote)?;
+                let inner = &line[i + 1..i + 1 + close];
+                let ok = inner.bytes().all(|c| {
+                    (b' '..=b'~').contains(&c)
+                        && (quote == b'\'' || !matches!(c, b'$' | b'`' | b'\\' | b'!'))
+                });
+                if !ok {
+                    return None;
+                }
+                if start.is_none() {
+                    start = Some(i);
+                }
+                text.push_str(inner);
+                i += close + 2;
                 continue;
             }
             _ => {}
         }
         if let Some(s) = start.take() {
-            let word = &line[s..i];
-            if SYNTAX_WORDS.contains(&word) {
+            let word = std::mem::take(&mut text);
+            if SYNTAX_WORDS.contains(&word.as_str()) || word.contains('=') {
                 return None;
             }
             if words.is_empty() {
                 first = s;
             }
             last = i;
-            words.push(vec![Piece::Text(word.to_owned())]);
+            words.push(vec![Piece::Text(word)]);
         }
         match b {
             None => break,
