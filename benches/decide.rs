@@ -5,6 +5,21 @@
 //!   from, so the answer is approve, with the posture and its chain back to the grant.
 //! * `decide/asks`: the session holds no posture and has two command patterns (`npm test *`,
 //!   `cargo check`), neither matching, and no scope; every check runs and the answer is ask.
+//! * `decide/patterns_200_bytes`: the session holds no posture and 20 command patterns, and the
+//!   command line is [`LINE_200`], 200 bytes of six simple commands joined by `&&` and `|`, with
+//!   quoted words, each admitted by a different pattern: every part is matched (approve). On a
+//!   build before patterns were parsed, the same call matched each pattern against the whole
+//!   line as text, and `cargo test *` matched all of it.
+//! * `decide/patterns_200_bytes_grammar`: the same line with `--reporter=spec` for
+//!   `--reporter spec`: the `=` sends it through the bash grammar (approve).
+//! * `decide/patterns_200_bytes_plain`: as `patterns_200_bytes` with [`PLAIN_200`], a line of
+//!   six simple commands with nothing for bash to interpret (no quote, `=`, `$`, ...), which the
+//!   ledger splits without the grammar (approve).
+//! * `decide/line_8_kib_quoted`: about the longest line read by the grammar: `npm test x=y` and
+//!   2,044 quoted one-letter arguments, 8,188 bytes (approve).
+//! * `decide/line_8_kib`: the same sessions and a line of 8,191 bytes, about the longest that is
+//!   parsed: `npm test` and 4,091 one-letter arguments (approve).
+//! * `decide/line_100_kb`: the same sessions and a line of 100,000 bytes (ask, unread).
 //!
 //! Input, built once before measuring through the fast building handle (see
 //! `benches/support/mod.rs`): a root `trusted` granted `trust` with 5,000 sessions below it
@@ -25,10 +40,50 @@ use session_ledger::{Ledger, PostureLevel, PostureSource, Reason, Verdict};
 const PER_TREE: usize = 5_000;
 const COMMAND: &str = "make deploy";
 
+/// Sessions with 20 patterns each.
+const PATTERNED: usize = 1_000;
+
+/// The 20 patterns.
+const PATTERNS: [&str; 20] = [
+    "git status",
+    "git log *",
+    "git diff *",
+    "npm test *",
+    "npm run lint",
+    "cargo test *",
+    "cargo build *",
+    "cargo clippy *",
+    "cargo fmt",
+    "ls *",
+    "cat *",
+    "grep *",
+    "make *",
+    "echo *",
+    "head *",
+    "tail *",
+    "wc *",
+    "pwd",
+    "rg *",
+    "diff *",
+];
+
+/// 200 bytes, six simple commands with nothing for bash to interpret, each admitted by a
+/// different one of [`PATTERNS`].
+const PLAIN_200: &str =
+    "cargo test -p session-ledger --lib commands -- --nocapture --test-threads 20 && \
+    git status && npm test -- --grep quoting --reporter spec && \
+    ls -la src/storage docs/ && grep -rn pattern src/ | wc -l -c";
+
+/// 200 bytes, six simple commands, each admitted by a different one of [`PATTERNS`].
+const LINE_200: &str =
+    "cargo test -p session-ledger --lib commands -- --nocapture && git status && \
+    npm test -- --grep \"quoting; and operators\" --reporter spec && ls -la src/storage docs && \
+    grep -rn 'pattern' src/ | wc -l -c";
+
 fn decide(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("ledger.db");
-    let (trusted, asking) = {
+    let (trusted, asking, patterned) = {
         let builder = support::builder(&path);
         builder.create_root("trusted", support::ACTOR).unwrap();
         builder
@@ -42,7 +97,14 @@ fn decide(c: &mut Criterion) {
                 assert!(builder.add_pattern(id, pattern, support::ACTOR).unwrap());
             }
         }
-        (trusted, asking)
+        builder.create_root("patterned", support::ACTOR).unwrap();
+        let patterned = support::grow_tree(&builder, "patterned", PATTERNED, 10);
+        for id in &patterned {
+            for pattern in PATTERNS {
+                assert!(builder.add_pattern(id, pattern, support::ACTOR).unwrap());
+            }
+        }
+        (trusted, asking, patterned)
     };
     support::checkpoint(&path);
     let ledger = Ledger::open(&path).expect("open the measured handle");
@@ -64,6 +126,25 @@ fn decide(c: &mut Criterion) {
         );
     }
 
+    assert_eq!(LINE_200.len(), 200);
+    assert_eq!(PLAIN_200.len(), 200, "{}", PLAIN_200.len());
+    let line_8_kib_quoted = format!("npm test x=y {}", "'a'".repeat(2_044).replace("''", "' '"));
+    let grammar_200 = LINE_200.replace("--reporter spec", "--reporter=spec");
+    let line_8_kib = format!("npm test {}", "a ".repeat(4_091));
+    assert_eq!(line_8_kib.len(), 8_191);
+    let line_100_kb = format!("npm test {}", "a".repeat(100_000 - 9));
+    let d = ledger.decide(&patterned[0], LINE_200, false).unwrap();
+    println!("{LINE_200:?} on 20 patterns: {:?}", d.verdict);
+    let d = ledger.decide(&patterned[0], &line_8_kib, false).unwrap();
+    println!("an 8 KiB line on 20 patterns: {:?}", d.verdict);
+    for line in [PLAIN_200, grammar_200.as_str(), line_8_kib_quoted.as_str()] {
+        let d = ledger.decide(&patterned[0], line, false).unwrap();
+        assert_eq!(d.verdict, Verdict::Approve, "{} bytes", line.len());
+    }
+    let d = ledger.decide(&patterned[0], &line_100_kb, false).unwrap();
+    println!("a 100 KB line on 20 patterns: {:?}", d.verdict);
+    assert_eq!(d.verdict, Verdict::Ask);
+
     let mut group = c.benchmark_group("decide");
     for (name, ids) in [("inherited_trust", &trusted), ("asks", &asking)] {
         let mut next = 0;
@@ -74,6 +155,27 @@ fn decide(c: &mut Criterion) {
                 black_box(
                     ledger
                         .decide(black_box(id), black_box(COMMAND), false)
+                        .unwrap(),
+                )
+            })
+        });
+    }
+    for (name, line) in [
+        ("patterns_200_bytes", LINE_200),
+        ("patterns_200_bytes_plain", PLAIN_200),
+        ("patterns_200_bytes_grammar", grammar_200.as_str()),
+        ("line_8_kib_quoted", line_8_kib_quoted.as_str()),
+        ("line_8_kib", line_8_kib.as_str()),
+        ("line_100_kb", line_100_kb.as_str()),
+    ] {
+        let mut next = 0;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let id = &patterned[next];
+                next = (next + 1) % patterned.len();
+                black_box(
+                    ledger
+                        .decide(black_box(id), black_box(line), false)
                         .unwrap(),
                 )
             })

@@ -1,13 +1,39 @@
 //! Decisions: "may this session run this command now?" (rule A2).
 //!
 //! One call, on every tool approval, answers approve or ask, with the reason: full trust,
-//! read-only trust for a read-only command, a matching command pattern, a live override scope,
-//! or nothing. An inherited posture's reason carries the chain back to the operator's grant.
+//! read-only trust for a read-only command, command patterns that admit every simple command of
+//! the line, a live override scope, or nothing. An inherited posture's reason carries the chain
+//! back to the operator's grant; a pattern approval names the pattern that admitted each part,
+//! and an ask names the part no pattern admitted or the construct no pattern ever admits.
+
+use std::ops::Range;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::commands::Refusal;
 use crate::postures::Posture;
+
+/// One simple command of a command line: its text and where it is in the line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Part {
+    /// The simple command as written in the line.
+    pub text: String,
+    /// Its bytes in the line.
+    pub range: Range<usize>,
+}
+
+/// A simple command and the pattern that admitted it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdmittedPart {
+    /// The part.
+    #[serde(flatten)]
+    pub part: Part,
+    /// The pattern that admitted it.
+    pub pattern: String,
+    /// Who added that pattern.
+    pub added_by: String,
+}
 
 /// The answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -34,12 +60,15 @@ pub enum Reason {
         /// The posture, with its chain back to the operator's grant.
         posture: Posture,
     },
-    /// A command pattern on this session matches the command line.
+    /// The command line is simple commands of plain words, and each is admitted by a command
+    /// pattern of this session.
     Pattern {
-        /// The pattern that matched.
+        /// The pattern that admitted the first part (the only one, for a line of one command).
         pattern: String,
         /// Who added it.
         added_by: String,
+        /// Every part of the line, in order, with the pattern that admitted it.
+        parts: Vec<AdmittedPart>,
     },
     /// A live override scope on this session.
     Scope {
@@ -61,6 +90,12 @@ pub enum Reason {
         reads_only: bool,
         /// The session holds a posture of an earlier epoch, which no longer counts.
         lapsed_epoch: Option<i64>,
+        /// The session has command patterns, the line is plain simple commands, and this one
+        /// (the first such) is admitted by none of them.
+        unadmitted: Option<Part>,
+        /// The session has command patterns, and the line holds this construct, which no
+        /// pattern ever admits (`command substitution at byte 9`).
+        refused: Option<Refusal>,
     },
 }
 
@@ -76,9 +111,10 @@ pub struct Decision {
 }
 
 mod ops {
-    use super::{Decision, Reason, Verdict};
+    use super::{AdmittedPart, Decision, Part, Reason, Verdict};
+    use crate::commands::parse_command_line;
     use crate::error::{Error, Result};
-    use crate::grants::pattern_matches;
+    use crate::grants::cached_pattern;
     use crate::ledger::{materialize, spawn_anchor, Ledger};
     use crate::postures::PostureLevel;
     use crate::sessions::validate_id;
@@ -88,8 +124,10 @@ mod ops {
         /// May `id` run `command` now? Approve or ask, with the reason (rule A2).
         ///
         /// In order: an ended or unknown session asks; `trust` approves; `trust_reads`
-        /// approves a command the caller classified as read-only; a command pattern of this
-        /// session that matches the whole command line approves; a live override scope,
+        /// approves a command the caller classified as read-only; command patterns approve a line
+        /// that parses into simple commands of plain words joined by `;`, newline, `&&`, `||`
+        /// or `|` when each of them is admitted by some pattern of this session (a pattern that
+        /// this build refuses admits nothing); a live override scope,
         /// checked against the clock now, approves; otherwise ask. Postures of an earlier
         /// epoch do not count.
         ///
@@ -142,12 +180,45 @@ mod ops {
                     other => other,
                 };
                 let current = posture.as_ref().filter(|p| p.current);
-                for (pattern, added_by) in storage::grants::pattern_texts(c, id)? {
-                    if pattern_matches(&pattern, command) {
-                        return Ok(Some(decision(
-                            Verdict::Approve,
-                            Reason::Pattern { pattern, added_by },
-                        )));
+                let stored = storage::grants::pattern_texts(c, id)?;
+                let (mut unadmitted, mut refused) = (None, None);
+                if !stored.is_empty() {
+                    let patterns: Vec<_> = stored
+                        .into_iter()
+                        .filter_map(|(text, by)| cached_pattern(&text).map(|p| (p, by)))
+                        .collect();
+                    match parse_command_line(command) {
+                        Err(refusal) => refused = Some(refusal),
+                        Ok(commands) => {
+                            let mut parts = Vec::with_capacity(commands.len());
+                            for simple in commands {
+                                let part = Part {
+                                    text: command[simple.range.clone()].to_owned(),
+                                    range: simple.range,
+                                };
+                                match patterns.iter().find(|(p, _)| p.admits(&simple.words)) {
+                                    Some((p, by)) => parts.push(AdmittedPart {
+                                        part,
+                                        pattern: p.text().to_owned(),
+                                        added_by: by.clone(),
+                                    }),
+                                    None => {
+                                        unadmitted = Some(part);
+                                        break;
+                                    }
+                                }
+                            }
+                            if unadmitted.is_none() {
+                                if let Some(first) = parts.first() {
+                                    let reason = Reason::Pattern {
+                                        pattern: first.pattern.clone(),
+                                        added_by: first.added_by.clone(),
+                                        parts,
+                                    };
+                                    return Ok(Some(decision(Verdict::Approve, reason)));
+                                }
+                            }
+                        }
                     }
                 }
                 if let Some((scope, granted_by, expires_at)) =
@@ -168,6 +239,8 @@ mod ops {
                     Reason::Nothing {
                         reads_only: current.is_some_and(|p| p.level == PostureLevel::TrustReads),
                         lapsed_epoch: posture.filter(|p| !p.current).map(|p| p.epoch),
+                        unadmitted,
+                        refused,
                     },
                 )))
             };

@@ -119,7 +119,7 @@ pub enum Error {
         /// The rejected pattern.
         pattern: String,
         /// What is wrong with it.
-        problem: &'static str,
+        problem: String,
     },
 
     /// An override scope's name is malformed.
@@ -441,7 +441,7 @@ mod tests {
             Error::InvalidPosture("all".into()),
             Error::InvalidPattern {
                 pattern: String::new(),
-                problem: "it is empty",
+                problem: "it is empty".into(),
             },
             Error::InvalidScopeName("a b".into()),
             Error::InvalidTtl("0s".into()),
@@ -578,7 +578,7 @@ mod tests {
         assert_eq!(
             Error::InvalidPattern {
                 pattern: pattern.clone(),
-                problem: "it holds a NUL",
+                problem: "it holds a NUL".into(),
             }
             .to_string(),
             format!("invalid command pattern {pattern:?}: it holds a NUL")

@@ -62,6 +62,7 @@
 mod audit;
 mod check;
 mod clock;
+mod commands;
 mod config;
 mod decisions;
 mod error;
@@ -80,12 +81,14 @@ pub use audit::{
 };
 pub use check::{BrokenReference, CheckReport};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
+pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
 pub use config::{Config, Synchronous};
-pub use decisions::{Decision, Reason, Verdict};
+pub use decisions::{AdmittedPart, Decision, Part, Reason, Verdict};
 pub use error::{Error, IdProblem, Result, StorageError};
 pub use grants::{
-    parse_ttl, pattern_matches, validate_pattern, validate_scope_name, CommandPattern, Scope,
-    MAX_PATTERN_LEN, MAX_SCOPE_NAME_LEN, MAX_TTL,
+    check_pattern_examples, parse_ttl, pattern_matches, test_pattern, validate_pattern,
+    validate_scope_name, CommandPattern, PartTest, Pattern, PatternTest, Scope, MAX_PATTERN_LEN,
+    MAX_SCOPE_NAME_LEN, MAX_TTL,
 };
 pub use labels::{Label, Materialized, Raise, RaiseOutcome, SessionState, Taint};
 pub use ledger::{Created, Ledger};

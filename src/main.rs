@@ -218,16 +218,32 @@ enum AuditCommand {
 
 #[derive(Debug, Subcommand)]
 enum PatternCommand {
-    /// Allow a command pattern for a session: an exact command, or a glob where * matches
-    /// any run of characters.
+    /// Allow a command pattern for a session: one simple command of plain words, where * matches
+    /// any run of characters within a word and a last word * any further words (see
+    /// docs/patterns.md). Each part of a command line must be admitted on its own.
     Add {
         /// The session's id.
         id: String,
         /// The pattern.
         pattern: String,
+        /// A command line the pattern must admit; refused, writing nothing, if it does not.
+        #[arg(long = "match", value_name = "EXAMPLE")]
+        must_match: Vec<String>,
+        /// A command line the pattern must not admit; refused, writing nothing, if it does.
+        #[arg(long = "not-match", value_name = "EXAMPLE")]
+        must_not_match: Vec<String>,
         /// Who is doing this.
         #[arg(long, value_name = "NAME")]
         actor: Option<String>,
+    },
+    /// Show what a pattern would admit of a command line, part by part; writes nothing and
+    /// needs no ledger.
+    Test {
+        /// The pattern.
+        pattern: String,
+        /// The command line, after `--`.
+        #[arg(required = true, last = true, value_name = "COMMAND")]
+        command: Vec<String>,
     },
     /// Remove a command pattern from a session.
     Remove {
@@ -471,7 +487,14 @@ fn print_explanation(out: &mut impl Write, e: &Explanation) -> Result<(), CliErr
         None => writeln!(out, "  posture:  none")?,
     }
     for p in &e.patterns {
-        writeln!(out, "  pattern:  {:?} (added by {})", p.pattern, p.added_by)?;
+        let refused = p.refused.as_ref().map_or(String::new(), |why| {
+            format!("; REFUSED by this version, admits nothing: {why}")
+        });
+        writeln!(
+            out,
+            "  pattern:  {:?} (added by {}){refused}",
+            p.pattern, p.added_by
+        )?;
     }
     for sc in &e.live_scopes {
         writeln!(
@@ -860,6 +883,43 @@ fn posture_words(p: &Posture) -> String {
 }
 
 fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<(), CliError> {
+    if let PatternCommand::Test { pattern, command } = command {
+        let test = session_ledger::test_pattern(pattern, &command.join(" "))?;
+        if cli.json {
+            writeln!(out, "{}", serde_json::to_string(&test)?)?;
+        } else {
+            let verdict = if test.admitted {
+                "admits"
+            } else {
+                "does not admit"
+            };
+            writeln!(
+                out,
+                "pattern {:?} {verdict} {:?}",
+                test.pattern, test.command
+            )?;
+            if let Some(r) = &test.refused {
+                writeln!(out, "  never admitted by any pattern: {r}")?;
+            }
+            for (n, part) in test.parts.iter().enumerate() {
+                let yes = if part.admitted {
+                    "admitted"
+                } else {
+                    "NOT admitted"
+                };
+                writeln!(
+                    out,
+                    "  part {}: {:?} (bytes {}..{}, words {:?}): {yes}",
+                    n + 1,
+                    part.text,
+                    part.range.start,
+                    part.range.end,
+                    part.words
+                )?;
+            }
+        }
+        return Ok(());
+    }
     let ledger = if matches!(command, PatternCommand::List { .. }) {
         open_for_reading(&cli.db)?
     } else {
@@ -869,9 +929,17 @@ fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<
         PatternCommand::Add {
             id,
             pattern,
+            must_match,
+            must_not_match,
             actor: who,
         } => {
-            let added = ledger.add_pattern(id, pattern, &actor(who)?)?;
+            let added = ledger.add_pattern_with_examples(
+                id,
+                pattern,
+                &actor(who)?,
+                must_match,
+                must_not_match,
+            )?;
             if cli.json {
                 writeln!(
                     out,
@@ -900,11 +968,16 @@ fn pattern(out: &mut impl Write, cli: &Cli, command: &PatternCommand) -> Result<
                 || format!("{id}: pattern {pattern:?} removed"),
             )?;
         }
+        // Answered above, without a ledger.
+        PatternCommand::Test { .. } => {}
         PatternCommand::List { id } => {
             for p in ledger.patterns(id)? {
                 emit(out, cli.json, &p, || {
+                    let refused = p.refused.as_ref().map_or(String::new(), |why| {
+                        format!("  REFUSED by this version, admits nothing: {why}")
+                    });
                     format!(
-                        "{:?}  (added by {} at {})",
+                        "{:?}  (added by {} at {}){refused}",
                         p.pattern,
                         p.added_by,
                         session_ledger::format_ts(p.added_at)
@@ -969,7 +1042,23 @@ fn scope(out: &mut impl Write, cli: &Cli, command: &ScopeCommand) -> Result<(), 
 fn describe_decision(d: &Decision) -> String {
     let why = match &d.reason {
         Reason::Trust { posture } | Reason::TrustReads { posture } => posture_words(posture),
-        Reason::Pattern { pattern, added_by } => format!("pattern {pattern:?} added by {added_by}"),
+        Reason::Pattern {
+            pattern,
+            added_by,
+            parts,
+        } if parts.len() <= 1 => format!("pattern {pattern:?} added by {added_by}"),
+        Reason::Pattern { parts, .. } => {
+            let each: Vec<String> = parts
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{:?} by pattern {:?} (added by {})",
+                        p.part.text, p.pattern, p.added_by
+                    )
+                })
+                .collect();
+            format!("every part admitted: {}", each.join("; "))
+        }
         Reason::Scope {
             scope,
             granted_by,
@@ -983,11 +1072,23 @@ fn describe_decision(d: &Decision) -> String {
         Reason::Nothing {
             reads_only,
             lapsed_epoch,
-        } => match (reads_only, lapsed_epoch) {
-            (true, _) => "trust_reads covers read-only commands only".to_owned(),
-            (_, Some(epoch)) => format!("its posture lapsed with epoch {epoch}"),
-            _ => "no posture, pattern or scope admits it".to_owned(),
-        },
+            unadmitted,
+            refused,
+        } => {
+            let base = match (reads_only, lapsed_epoch) {
+                (true, _) => "trust_reads covers read-only commands only".to_owned(),
+                (_, Some(epoch)) => format!("its posture lapsed with epoch {epoch}"),
+                _ => "no posture, pattern or scope admits it".to_owned(),
+            };
+            match (refused, unadmitted) {
+                (Some(r), _) => format!("{base}; no pattern ever admits {r}"),
+                (_, Some(p)) => format!(
+                    "{base}; no pattern admits the part {:?} at bytes {}..{}",
+                    p.text, p.range.start, p.range.end
+                ),
+                _ => base,
+            }
+        }
         _ => "see --json".to_owned(),
     };
     let verdict = match d.verdict {

@@ -134,7 +134,8 @@ fn a_pattern_only_creator_produces_a_child_that_asks() -> TestResult {
         decision.reason,
         Reason::Nothing {
             reads_only: false,
-            lapsed_epoch: None
+            lapsed_epoch: None,
+            ..
         }
     ));
     Ok(())

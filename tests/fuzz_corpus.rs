@@ -82,7 +82,7 @@ fn every_saved_command_line_input_parses_only_what_the_docs_allow() {
 }
 
 #[test]
-fn every_saved_pattern_input_matches_as_a_star_glob() {
+fn every_saved_pattern_input_admits_only_plain_commands_each_matched_on_its_own() {
     replay("patterns");
 }
 

@@ -129,6 +129,38 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
     }
 }
 
+/// A pattern against one simple command of the model's plain commands, word by word: `*`
+/// within a word is [`glob`]; a last whole-word `*` matches any further words.
+fn words_match(pattern: &str, part: &str) -> bool {
+    let pwords: Vec<&str> = pattern.split(' ').collect();
+    let words: Vec<&str> = part.split(' ').collect();
+    let open = pwords.last() == Some(&"*");
+    let fixed = if open {
+        &pwords[..pwords.len() - 1]
+    } else {
+        &pwords[..]
+    };
+    let count_ok = if open {
+        words.len() >= fixed.len()
+    } else {
+        words.len() == fixed.len()
+    };
+    count_ok
+        && fixed
+            .iter()
+            .zip(&words)
+            .all(|(p, w)| glob(p.as_bytes(), w.as_bytes()))
+}
+
+/// The simple commands of one of the model's [`COMMANDS`], split at `; ` and ` && `; `None`
+/// for a line no pattern admits (a command substitution).
+fn model_parts(command: &str) -> Option<Vec<&str>> {
+    if command.contains("$(") {
+        return None;
+    }
+    Some(command.split("; ").flat_map(|p| p.split(" && ")).collect())
+}
+
 // ---------------------------------------------------------------------------------------------
 // The model.
 
@@ -845,14 +877,22 @@ impl Model {
             }
             _ => {}
         }
-        if let Some(pattern) = self
-            .patterns
-            .get(id)
-            .into_iter()
-            .flat_map(|s| s.keys())
-            .find(|p| glob(p.as_bytes(), command.as_bytes()))
-        {
-            return Ok(MReason::Pattern(pattern.clone()));
+        // Every simple command admitted by some pattern; the reason names the first part's.
+        let admitting = |part: &str| {
+            self.patterns
+                .get(id)
+                .into_iter()
+                .flat_map(|s| s.keys())
+                .find(|p| words_match(p, part))
+                .cloned()
+        };
+        if let Some(parts) = model_parts(command) {
+            let found: Vec<Option<String>> = parts.iter().map(|p| admitting(p)).collect();
+            if found.iter().all(Option::is_some) {
+                if let Some(Some(pattern)) = found.into_iter().next() {
+                    return Ok(MReason::Pattern(pattern));
+                }
+            }
         }
         let live_scope = self
             .scopes
@@ -980,14 +1020,18 @@ const ODD: &[&str] = &[
     "", "-x", "a b", "a\u{0}", "stranger", "a.b:c_d", "sub-", "sub--1", "sub-a-1x", "sub-a-",
     "sub-x", "sub-a-01", "SUB-a-1",
 ];
-const PATTERNS: &[&str] = &["npm test", "npm test *", "git *", "ls ?"];
+const PATTERNS: &[&str] = &["npm test", "npm test *", "git *", "ls -*"];
 const COMMANDS: &[&str] = &[
     "npm test",
     "npm test --watch",
     "git status",
-    "ls ?",
-    "ls a",
+    "ls -la",
+    "ls -la a",
     "rm -rf /",
+    "npm test; git status",
+    "npm test x; rm -rf /",
+    "git status && rm -rf /",
+    "npm test $(rm -rf /)",
 ];
 const SCOPES: &[&str] = &["deploy", "ops"];
 const ACTORS: &[&str] = &["alice", "bob"];
@@ -1802,6 +1846,7 @@ impl Harness {
                         Reason::Nothing {
                             reads_only,
                             lapsed_epoch,
+                            ..
                         } => MReason::Nothing {
                             reads_only: *reads_only,
                             lapsed_epoch: *lapsed_epoch,
@@ -1827,9 +1872,22 @@ impl Harness {
                             let want = self.model.postures.get(id.as_str());
                             compare_posture(&what, want, Some(posture), self.model.epoch)?;
                         }
-                        Reason::Pattern { pattern, added_by } => {
+                        Reason::Pattern {
+                            pattern,
+                            added_by,
+                            parts,
+                        } => {
                             let want = self.model.patterns.get(id).and_then(|p| p.get(pattern));
                             same!(what, want.map(|p| &p.0), Some(added_by));
+                            // Each part named with a pattern of the session that admits it.
+                            let parts_ok = parts.iter().all(|part| {
+                                self.model
+                                    .patterns
+                                    .get(id)
+                                    .is_some_and(|p| p.contains_key(&part.pattern))
+                                    && words_match(&part.pattern, &part.part.text)
+                            });
+                            same!(format!("decide {id}: parts"), parts_ok, true);
                         }
                         Reason::Scope {
                             scope, granted_by, ..

@@ -16,9 +16,10 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use session_ledger::{
-    parse_ttl, pattern_matches, spawned_chain, spawned_parent, validate_actor, validate_id,
-    validate_pattern, validate_preview_token, validate_scope_name, AuditHead, Error, PostureLevel,
-    Taint, MAX_ACTOR_LEN, MAX_ID_LEN, MAX_PATTERN_LEN, MAX_SCOPE_NAME_LEN, MAX_TTL,
+    parse_command_line, parse_ttl, pattern_matches, spawned_chain, spawned_parent, validate_actor,
+    validate_id, validate_pattern, validate_preview_token, validate_scope_name, AuditHead, Error,
+    Pattern, PostureLevel, Taint, MAX_ACTOR_LEN, MAX_ID_LEN, MAX_PATTERN_LEN, MAX_SCOPE_NAME_LEN,
+    MAX_TTL,
 };
 
 /// What a check returns: `Err` names the input and the property that failed.
@@ -79,7 +80,7 @@ fn reference_spawned_parent(s: &str) -> Option<&str> {
     is_valid_id(parent).then_some(parent)
 }
 
-/// True when `*`-glob `pattern` matches the whole of `command`, `*` standing for any run of
+/// True when `*`-glob `pattern` matches the whole of one word, `*` standing for any run of
 /// characters and every other character for itself. Splits the pattern at its stars: the first
 /// piece must begin the command, the last must end it, and the ones between must appear in
 /// order in what is left (leftmost first, which is always a safe choice).
@@ -472,15 +473,22 @@ fn check_scope_name(s: &str) -> Outcome {
     }
 }
 
-/// validate_pattern accepts exactly non-empty text of at most 1024 bytes without NUL.
+/// validate_pattern: an accepted pattern is non-empty, at most 1024 bytes, and free of NUL and
+/// other control characters (tab and newline aside); plain words (ASCII letters, digits and
+/// `-_./=:,@%+`, one space between them) are always accepted; an error is `InvalidPattern` naming
+/// the text and renders without panicking.
 fn check_pattern_validation(s: &str) -> Outcome {
-    let expected = !s.is_empty() && s.len() <= MAX_PATTERN_LEN && !s.contains('\0');
     match validate_pattern(s) {
-        Ok(()) => ensure(expected, || format!("validate_pattern accepted {s:?}")),
+        Ok(()) => ensure(
+            !s.trim().is_empty()
+                && s.len() <= MAX_PATTERN_LEN
+                && !s.chars().any(|c| c.is_control() && c != '\t' && c != '\n'),
+            || format!("validate_pattern accepted {s:?}"),
+        ),
         Err(error) => {
             let _ = render(&error);
-            ensure(!expected, || {
-                format!("validate_pattern rejected {s:?}: {error}")
+            ensure(!is_plain_pattern(s, false), || {
+                format!("validate_pattern rejected plain words {s:?}: {error}")
             })?;
             ensure(
                 matches!(&error, Error::InvalidPattern { pattern, .. } if pattern == s),
@@ -495,62 +503,130 @@ fn check_pattern_validation(s: &str) -> Outcome {
     }
 }
 
+/// Words of `[A-Za-z0-9-_./=:,%+]` (and `*` when `stars`), one space between them, at most
+/// 1024 bytes: plain words to bash. (`@` is left out: the grammar reads `a@b` as a command name
+/// wrongly, and the line asks.)
+fn is_plain_pattern(s: &str, stars: bool) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_PATTERN_LEN
+        && s.split(' ').all(|w| {
+            !w.is_empty()
+                && w.chars().all(|c| {
+                    c.is_ascii_alphanumeric()
+                        || matches!(c, '-' | '_' | '.' | '/' | '=' | ':' | ',' | '%' | '+')
+                        || (stars && c == '*')
+                })
+        })
+        // `a=b` as the first word is an assignment with no command when it is the only word.
+        && !(s.split(' ').count() == 1 && s.contains('='))
+}
+
 // ---------------------------------------------------------------------------------------------
-// Target `patterns`: pattern_matches on valid patterns.
+// Target `patterns`: what pattern_matches admits.
 // ---------------------------------------------------------------------------------------------
 
 /// The `patterns` target: the input split at its first NUL into a pattern and a command (no
-/// NUL: the whole input is both), then matched.
+/// NUL: the whole input is both), then matched; also the pattern's own text with the command
+/// appended after each operator, which must never be admitted by the operator alone.
 pub fn patterns(data: &[u8]) -> Outcome {
     let (pattern, command) = match data.iter().position(|&b| b == 0) {
         Some(at) => (text(&data[..at]), text(&data[at + 1..])),
         None => (text(data), text(data)),
     };
     check_match(&pattern, &command)?;
-    // The prefix property needs commands that start with the pattern, which random halves
-    // seldom do: also try the pattern's literal text followed by the command.
-    let literal = pattern.replace('*', "");
-    check_match(&pattern, &format!("{literal}{command}"))
+    check_match(&pattern, &pattern)?;
+    for joined in [
+        format!("{pattern} {command}"),
+        format!("{pattern}; {command}"),
+        format!("{pattern} && {command}"),
+        format!("{pattern} $({command})"),
+        format!("{pattern} `{command}`"),
+        format!("{pattern} > {command}"),
+        format!("{pattern} &"),
+    ] {
+        check_match(&pattern, &joined)?;
+    }
+    Ok(())
+}
+
+/// The words of a command's plain part: its text split at spaces and tabs, for a reference
+/// that does not use the library's parser; `None` when the text is not that simple.
+fn plain_words(text: &str) -> Option<Vec<&str>> {
+    let words: Vec<&str> = text.split([' ', '\t']).filter(|w| !w.is_empty()).collect();
+    let plain = words.iter().all(|w| {
+        w.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | '=' | ':' | ',' | '%' | '+')
+        })
+    });
+    (plain && !words.is_empty()).then_some(words)
 }
 
 /// Every matching property for one pattern and one command.
 fn check_match(pattern: &str, command: &str) -> Outcome {
-    if validate_pattern(pattern).is_err() {
-        return Ok(());
-    }
     let matched = pattern_matches(pattern, command);
-    let expected = reference_glob(pattern, command);
-    ensure(matched == expected, || {
-        format!("pattern_matches({pattern:?}, {command:?}) = {matched}, expected {expected}")
-    })?;
-
-    // Without a star, a pattern is an exact command line.
-    if !pattern.contains('*') {
-        ensure(matched == (pattern == command), || {
-            format!(
-                "pattern_matches({pattern:?}, {command:?}) = {matched} for a pattern without '*'"
-            )
-        })?;
-        ensure(pattern_matches(pattern, pattern), || {
-            format!("pattern {pattern:?} without '*' does not match itself")
-        })?;
+    if validate_pattern(pattern).is_err() {
+        return ensure(!matched, || {
+            format!("pattern_matches({pattern:?}, {command:?}) with an invalid pattern")
+        });
     }
-
-    // `*` alone matches every command.
-    ensure(pattern_matches("*", command), || {
-        format!("\"*\" does not match {command:?}")
-    })?;
-
-    // A literal prefix followed by a star matches every command starting with it.
-    let literal = pattern.replace('*', "");
-    let starred = format!("{literal}*");
-    if validate_pattern(&starred).is_ok() && command.starts_with(&literal) {
-        ensure(pattern_matches(&starred, command), || {
-            format!(
-                "pattern_matches({starred:?}, {command:?}) is false, yet {literal:?} begins \
-                 the command"
-            )
+    let parsed = Pattern::parse(pattern).map_err(|e| e.to_string())?;
+    if matched {
+        // The property: the line re-parsed is plain simple commands, each admitted on its own,
+        // and only the allowed operators lie between them.
+        let parts = parse_command_line(command).map_err(|r| {
+            format!("pattern_matches({pattern:?}, {command:?}) but the line is refused: {r}")
         })?;
+        let mut end = 0;
+        for part in &parts {
+            ensure(parsed.admits(&part.words), || {
+                format!(
+                    "{pattern:?} matched {command:?} but not its part {:?}",
+                    part.words
+                )
+            })?;
+            let between: String = command[end..part.range.start]
+                .chars()
+                .filter(|c| !matches!(c, ' ' | '\t' | '\n' | '\\'))
+                .collect();
+            ensure(
+                matches!(between.as_str(), "" | ";" | "&&" | "||" | "|"),
+                || format!("{pattern:?} matched {command:?} across {between:?}"),
+            )?;
+            end = part.range.end;
+        }
+        for needle in ["$(", "`", "${", "<(", ">(", "$((", "&>", "|&"] {
+            ensure(
+                !command.contains(needle) || command.contains(['\'', '"', '\\']),
+                || format!("{pattern:?} matched {command:?}, which holds {needle:?} unquoted"),
+            )?;
+        }
+    }
+    // A reference for plain patterns and plain lines of one command, from the docs: word by
+    // word, `*` any run within a word, a last whole-word `*` any further words.
+    if let (true, Some(words)) = (is_plain_pattern(pattern, true), plain_words(command)) {
+        if !command.contains(['\n', ';', '&', '|']) {
+            let pwords: Vec<&str> = pattern.split(' ').collect();
+            let open = pwords.last() == Some(&"*");
+            let fixed = if open {
+                &pwords[..pwords.len() - 1]
+            } else {
+                &pwords[..]
+            };
+            let count_ok = if open {
+                words.len() >= fixed.len()
+            } else {
+                words.len() == fixed.len()
+            };
+            let expected = count_ok
+                && fixed.iter().zip(&words).all(|(p, w)| reference_glob(p, w))
+                && !(words.len() == 1 && words[0].contains('='));
+            ensure(matched == expected, || {
+                format!(
+                    "pattern_matches({pattern:?}, {command:?}) = {matched}, expected {expected}"
+                )
+            })?;
+        }
     }
     Ok(())
 }

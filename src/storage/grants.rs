@@ -50,9 +50,15 @@ pub(crate) fn patterns(conn: &Connection, id: &str) -> Result<Vec<CommandPattern
         let (pattern, added_by, added_at) = row?;
         out.push(CommandPattern {
             session: id.to_owned(),
-            pattern,
+            pattern: pattern.clone(),
             added_by,
             added_at: ts("command_patterns.added_at", &added_at)?,
+            refused: crate::grants::validate_pattern(&pattern)
+                .err()
+                .map(|e| match e {
+                    crate::error::Error::InvalidPattern { problem, .. } => problem,
+                    other => other.to_string(),
+                }),
         });
     }
     Ok(out)
