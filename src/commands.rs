@@ -460,6 +460,25 @@ fn parse_grammar(line: &str, mode: Mode) -> Result<Parts, Refusal> {
     Ok(walk.parts)
 }
 
+/// The children of a node that is one word (an assignment, a concatenation): they must touch
+/// each other and cover the node, since text between them (a space) would make them separate
+/// words. Refused as text that does not parse otherwise, at the first gap.
+fn touching_children(node: Node<'_>) -> Result<Vec<Node<'_>>, Refusal> {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    let mut end = node.start_byte();
+    for child in &children {
+        if child.start_byte() != end {
+            return Err(refusal(Construct::DoesNotParse, end));
+        }
+        end = child.end_byte();
+    }
+    if end != node.end_byte() {
+        return Err(refusal(Construct::DoesNotParse, end));
+    }
+    Ok(children)
+}
+
 /// The start of the first ERROR or MISSING node, searched without recursion.
 fn first_error(root: Node<'_>) -> Option<usize> {
     let mut cursor = root.walk();
@@ -628,14 +647,8 @@ impl Walk<'_> {
     /// `NAME=value`, as the word `NAME=value` after quote removal of the value.
     fn assignment(&self, node: Node<'_>) -> Result<PatternWord, Refusal> {
         let mut word = Vec::new();
-        let mut end = node.start_byte();
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor) {
-            if child.start_byte() != end {
-                // `NAME = value` is not an assignment; the grammar should not say it is.
-                return Err(refusal(Construct::DoesNotParse, end));
-            }
-            end = child.end_byte();
+        // `NAME = value` is not an assignment; the grammar should not say it is.
+        for child in touching_children(node)? {
             match child.kind() {
                 "variable_name" => {
                     let name = &self.src[child.byte_range()];
@@ -647,9 +660,6 @@ impl Walk<'_> {
                 "=" => word.push(Piece::Text("=".to_owned())),
                 _ => word.extend(self.word(child)?),
             }
-        }
-        if end != node.end_byte() {
-            return Err(refusal(Construct::DoesNotParse, end));
         }
         Ok(word)
     }
@@ -682,20 +692,11 @@ impl Walk<'_> {
             }
             "concatenation" => {
                 let mut word = Vec::new();
-                let mut end = node.start_byte();
-                let mut cursor = node.walk();
-                for child in node.children(&mut cursor) {
-                    if child.start_byte() != end {
-                        return Err(refusal(Construct::DoesNotParse, end));
-                    }
-                    end = child.end_byte();
+                for child in touching_children(node)? {
                     if child.kind() == "concatenation" {
                         return Err(refuse_node(child));
                     }
                     word.extend(self.word(child)?);
-                }
-                if end != node.end_byte() {
-                    return Err(refusal(Construct::DoesNotParse, end));
                 }
                 Ok(word)
             }
