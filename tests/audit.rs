@@ -197,15 +197,22 @@ fn truncating_the_tail_past_a_saved_head_is_detected_by_both_verifiers() -> Test
     Ok(())
 }
 
+/// A busy ledger whose newest row, saved as a head, was then removed and replaced by a
+/// different row, correctly chained: the head returned is the one saved before.
+fn head_replaced() -> (Fixture, AuditHead) {
+    let f = busy();
+    let saved = f.ledger.audit_head().expect("head");
+    drop_guards(&f);
+    f.sql()
+        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])
+        .expect("delete the newest row");
+    f.ledger.create_root("cover-up", "mallory").expect("append");
+    (f, saved)
+}
+
 #[test]
 fn a_rewritten_tail_is_detected_against_a_saved_head() -> TestResult {
-    let f = busy();
-    let saved = f.ledger.audit_head()?;
-    drop_guards(&f);
-    // Remove the last row and append a different one in its place, correctly chained.
-    f.sql()
-        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
-    f.ledger.create_root("cover-up", "mallory")?;
+    let (f, saved) = head_replaced();
     assert!(f.ledger.verify(None)?.ok);
     let v = f.ledger.verify(Some(&saved))?;
     assert_eq!(v.problem, Some(ChainProblem::HeadMismatch));
@@ -615,12 +622,7 @@ fn verify_from_detects_an_edit_of_the_saved_heads_own_row() -> TestResult {
 #[test]
 fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which() -> TestResult {
     // Replaced: the saved row deleted and the tail rewritten, correctly chained.
-    let f = busy();
-    let saved = f.ledger.audit_head()?;
-    drop_guards(&f);
-    f.sql()
-        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
-    f.ledger.create_root("cover-up", "mallory")?;
+    let (f, saved) = head_replaced();
     let v = f.ledger.verify_from(&saved)?;
     assert_eq!(
         (v.first_bad_seq, v.problem),
