@@ -204,6 +204,11 @@ fn is_lower_hex_64(s: &str) -> bool {
 }
 
 /// `audit head`, parsed into (seq, hash).
+/// Deletes the two newest rows of a trail whose head is `seq`, as a hand edit would.
+fn drop_the_last_two_rows(db: &Path, seq: i64) -> TestResult {
+    tamper(db, &format!("DELETE FROM audit WHERE seq > {};", seq - 2))
+}
+
 fn head(db: &Path) -> TestResult<(i64, String)> {
     let out = ok(db, &["audit", "head"])?;
     let line = out.trim_end_matches('\n');
@@ -632,10 +637,7 @@ fn rows_deleted_from_the_end_pass_plain_verify_but_fail_verify_head_as_truncated
     let fx = Fixture::scenario()?;
     let (seq, hash) = head(&fx.db)?;
     let saved = format!("{seq}:{hash}");
-    tamper(
-        &fx.db,
-        &format!("DELETE FROM audit WHERE seq > {};", seq - 2),
-    )?;
+    drop_the_last_two_rows(&fx.db, seq)?;
 
     // The chain that is left is whole: plain verify cannot tell.
     let r = run(&fx.db, &["verify"]);
@@ -666,10 +668,7 @@ fn rows_deleted_from_the_end_pass_plain_verify_but_fail_verify_head_as_truncated
 fn a_tail_truncated_and_rewritten_past_the_saved_head_is_a_head_mismatch() -> TestResult {
     let fx = Fixture::scenario()?;
     let (seq, hash) = head(&fx.db)?;
-    tamper(
-        &fx.db,
-        &format!("DELETE FROM audit WHERE seq > {};", seq - 2),
-    )?;
+    drop_the_last_two_rows(&fx.db, seq)?;
     // The library extends the shortened chain as if nothing happened.
     ok(&fx.db, &["create", "forged-1", "--actor", "mallory"])?;
     ok(&fx.db, &["create", "forged-2", "--actor", "mallory"])?;
@@ -1674,10 +1673,7 @@ fn verify_from_a_head_cut_off_or_replaced_fails() -> TestResult {
     let fx = Fixture::scenario()?;
     let (seq, hash) = head(&fx.db)?;
     let saved = format!("{seq}:{hash}");
-    tamper(
-        &fx.db,
-        &format!("DELETE FROM audit WHERE seq > {};", seq - 2),
-    )?;
+    drop_the_last_two_rows(&fx.db, seq)?;
     let (code, v, r) = verify_json(&fx.db, &["--from", &saved])?;
     assert_fails_with_one_line(&r, "verify --from after truncation");
     assert_eq!(code, Some(1));
