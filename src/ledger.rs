@@ -83,6 +83,14 @@ impl Ledger {
         format_ts(self.config.clock.now())
     }
 
+    /// The clock's time at the stored precision (whole milliseconds), so that a value built
+    /// from it equals what a later read returns.
+    fn wall_clock(&self) -> chrono::DateTime<chrono::Utc> {
+        let now = self.config.clock.now();
+        now.duration_trunc(chrono::TimeDelta::milliseconds(1))
+            .unwrap_or(now)
+    }
+
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction, reading the clock once the write lock is
     /// held, so an operation never writes a time from before a change it waited for. The time
     /// is never earlier than the newest audit row's either: when the wall clock steps back (an
@@ -94,12 +102,7 @@ impl Ledger {
         f: impl FnOnce(&Transaction<'_>, &Now) -> Result<T>,
     ) -> Result<T> {
         self.storage.write(|tx| {
-            // At the stored precision (whole milliseconds), so a value built from `now.time`
-            // equals what a later read returns.
-            let now = self.config.clock.now();
-            let wall = now
-                .duration_trunc(chrono::TimeDelta::milliseconds(1))
-                .unwrap_or(now);
+            let wall = self.wall_clock();
             let time = match storage::audit::latest_time(tx)? {
                 Some(latest) if latest > wall => latest,
                 _ => wall,
@@ -320,17 +323,8 @@ impl Ledger {
             return Ok(stored);
         }
         if self.storage.is_read_only() {
-            let now = self.config.clock.now();
-            let now = now
-                .duration_trunc(chrono::TimeDelta::milliseconds(1))
-                .unwrap_or(now);
-            return self.storage.read(|c| {
-                // A deferred transaction that only reads: one snapshot for the whole answer.
-                let snapshot = c.unchecked_transaction()?;
-                let state = unrecorded_state(&snapshot, id, now)?;
-                snapshot.rollback()?;
-                Ok(state)
-            });
+            let now = self.wall_clock();
+            return self.storage.snapshot(|c| unrecorded_state(c, id, now));
         }
         let anchored = self.storage.read(|c| {
             Ok(storage::sessions::get(c, id)?.is_some() || spawn_anchor(c, id)?.is_some())
