@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha3::{Digest, Sha3_256};
 
-use crate::error::Error;
+use crate::error::{Error, InputError};
 
 /// The `prev_hash` of the first audit row: 64 zeros.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -115,7 +115,7 @@ impl FromStr for AuditHead {
 
     /// Parses `SEQ:HASH`, with SEQ a non-negative integer and HASH 64 lower-case hex digits.
     fn from_str(s: &str) -> Result<AuditHead, Error> {
-        let bad = || Error::InvalidHead(s.to_owned());
+        let bad = || Error::Input(InputError::InvalidHead(s.to_owned()));
         let (seq, hash) = s.split_once(':').ok_or_else(bad)?;
         if seq.is_empty() || seq.len() > 18 || !seq.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
@@ -358,7 +358,7 @@ pub struct Explanation {
 
 mod ops {
     use super::{AuditEntry, AuditHead, AuditQuery, Explanation, Verification};
-    use crate::error::{Error, Result};
+    use crate::error::{Conflict, Error, Result};
     use crate::ledger::Ledger;
     use crate::sessions::validate_id;
     use crate::storage;
@@ -369,7 +369,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`] for a malformed session or subtree id; [`Error::Storage`];
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId) for a malformed session or subtree id; [`Error::Storage`];
         /// [`Error::Corruption`] for a row the library cannot read back, and, for a listing by
         /// time, when the one row of `audit_time_order` was deleted by hand (the ledger then
         /// cannot tell which part of the trail is in time order).
@@ -461,14 +461,14 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Conflict::UnknownSession`](crate::Conflict::UnknownSession) when `id` is not recorded.
         pub fn explain(&self, id: &str) -> Result<Explanation> {
             validate_id(id)?;
             let now = self.config.clock.now();
             // Every part from one snapshot, so that they agree with each other.
             self.storage.snapshot(|c| {
                 let session = storage::sessions::get(c, id)?
-                    .ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+                    .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(id.to_owned())))?;
                 let state = match storage::labels::get(c, id)? {
                     Some(state) => state,
                     None => {

@@ -66,13 +66,13 @@ pub struct Config {
     /// permission alone, on the file and on its folder, as long as the `-wal` and `-shm` files
     /// exist (every writer leaves them). Nothing is migrated, the journal mode is not touched,
     /// no write lock is ever taken, and [`Config::create_if_missing`] does not apply. Opening
-    /// refuses a missing file ([`Error::NoLedger`](crate::Error::NoLedger)), a file that is not
-    /// a ledger ([`Error::NotALedger`](crate::Error::NotALedger)), a newer schema
-    /// ([`Error::SchemaTooNew`](crate::Error::SchemaTooNew)) and an older one
-    /// ([`Error::InvalidConfig`](crate::Error::InvalidConfig): a writer must open it once to
+    /// refuses a missing file ([`StorageError::NoLedger`](crate::StorageError::NoLedger)), a file that is not
+    /// a ledger ([`StorageError::NotALedger`](crate::StorageError::NotALedger)), a newer schema
+    /// ([`StorageError::SchemaTooNew`](crate::StorageError::SchemaTooNew)) and an older one
+    /// ([`InputError::InvalidConfig`](crate::InputError::InvalidConfig): a writer must open it once to
     /// upgrade it).
     ///
-    /// Every method that writes fails with [`Error::ReadOnly`](crate::Error::ReadOnly) and
+    /// Every method that writes fails with [`StorageError::ReadOnly`](crate::StorageError::ReadOnly) and
     /// writes nothing. [`Ledger::state`](crate::Ledger::state) of a session whose first read
     /// would record an inherited label answers from the inheritance without recording it, and
     /// says so with [`Materialized::Unrecorded`](crate::Materialized::Unrecorded).
@@ -166,11 +166,11 @@ impl Config {
     /// # fn main() -> Result<(), session_ledger::Error> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let path = dir.path().join("ledger.db");
-    /// use session_ledger::{Config, Error, Ledger};
+    /// use session_ledger::{Config, Error, Ledger, StorageError};
     /// Ledger::open(&path)?.create_root("conductor", "alice")?;
     /// let reader = Ledger::open_with(&path, Config::default().read_only(true))?;
     /// assert!(reader.state("conductor")?.known);
-    /// assert!(matches!(reader.create_root("other", "alice"), Err(Error::ReadOnly(_))));
+    /// assert!(matches!(reader.create_root("other", "alice"), Err(Error::Storage(StorageError::ReadOnly(_)))));
     /// # Ok(()) }
     /// ```
     pub fn read_only(mut self, read_only: bool) -> Config {

@@ -113,7 +113,7 @@ pub struct Decision {
 mod ops {
     use super::{AdmittedPart, Decision, Part, Reason, Verdict};
     use crate::commands::parse_command_line;
-    use crate::error::{Error, Result};
+    use crate::error::{Error, InputError, Result};
     use crate::grants::cached_pattern;
     use crate::ledger::{materialize, spawn_anchor, Ledger};
     use crate::postures::PostureLevel;
@@ -136,7 +136,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`], [`Error::EmptyCommand`]; [`Error::Storage`].
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::EmptyCommand`](crate::InputError::EmptyCommand); [`Error::Storage`].
         ///
         /// # Example
         ///
@@ -154,7 +154,7 @@ mod ops {
         pub fn decide(&self, id: &str, command: &str, read_only: bool) -> Result<Decision> {
             validate_id(id)?;
             if command.is_empty() {
-                return Err(Error::EmptyCommand);
+                return Err(Error::Input(InputError::EmptyCommand));
             }
             let decide = |c: &rusqlite::Connection| -> Result<Option<Decision>> {
                 let Some((ended, posture)) = storage::postures::decision_facts(c, id)? else {

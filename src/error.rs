@@ -1,25 +1,85 @@
 //! The ledger's error type.
 //!
-//! Errors come in three kinds, and callers should branch on the variant, never on the message:
+//! An [`Error`] is one of five kinds, and the kind says what the caller can do about it:
 //!
-//! * **the caller's mistake**: a malformed id, an unknown or ended session, an id already used,
-//!   nothing to raise. Nothing was changed and nothing was written.
-//! * **a refusal by a bound** (rule S2): the create was well-formed but would exceed a limit.
-//!   Nothing was created; the refusal itself was recorded in the audit trail.
-//! * **the database**: a file that is not a ledger, a schema newer than this build, a read-only
-//!   file, a broken invariant found in the data, or a storage failure underneath.
+//! * [`Error::Input`]: a value the caller gave is malformed or out of range (an id, an actor, a
+//!   pattern, a token, a setting). Fix the value; nothing was written.
+//! * [`Error::Conflict`]: the request is well-formed but the ledger's state does not allow it (a
+//!   session it does not know or that ended, an id that is or was in use, a pattern or scope
+//!   the session does not have, a preview the tree has moved past). Look again at the ledger;
+//!   nothing was written.
+//! * [`Error::Refused`]: a creation bound refused a create (rule S2). Nothing was created; the
+//!   refusal itself was recorded in the audit trail.
+//! * [`Error::Storage`]: the database cannot serve the request: there is no ledger there, the
+//!   file is something else or newer than this build, it cannot be written, or the engine
+//!   underneath failed.
+//! * [`Error::Corruption`]: the data breaks one of the ledger's invariants; the file needs
+//!   inspection.
 //!
-//! [`Error::kind`] names each variant with a stable snake_case word, for a program that gets the
-//! error as text (the CLI's `--json` errors carry it). A message quotes a value the caller gave
-//! (an id, actor, pattern, scope name, ...) in full up to 64 characters; a longer one is cut
-//! there, with an ellipsis and its full length, `"aaaa…" (10000 characters)`, while the variant's
-//! field keeps the whole value.
+//! Branch on the variants, never on the message. [`Error::kind`] names each leaf with a stable
+//! snake_case word, for a program that gets the error as text. A message quotes a value the
+//! caller gave in full up to 64 characters; a longer one is cut there, with an ellipsis and its
+//! full length, `"aaaa…" (10000 characters)`, while the variant's field keeps the whole value.
+//! Messages describe the problem; what to run about it is for the program that shows them.
 
 use std::fmt;
 use std::path::PathBuf;
 
 /// A specialized `Result` for ledger operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a ledger operation, by what the caller can do about it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A value the caller gave is malformed or out of range; nothing was written.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The ledger's state does not allow the request; nothing was written.
+    #[error(transparent)]
+    Conflict(#[from] Conflict),
+    /// A creation bound refused the create (rule S2); the refusal was recorded.
+    #[error(transparent)]
+    Refused(#[from] CreationRefused),
+    /// The database cannot serve the request.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The data breaks one of the ledger's invariants.
+    #[error(transparent)]
+    Corruption(#[from] Corruption),
+}
+
+impl Error {
+    /// A stable snake_case name for the error's leaf variant, one per variant, for a program
+    /// that gets the error as text (the CLI prints it as `kind` in a `--json` error):
+    /// `invalid_id`, `unknown_session`, `stale_preview`, `child_limit`, `read_only`, `storage`,
+    /// ... (README.md lists them all). A name, once given, does not change.
+    ///
+    /// ```
+    /// let e = session_ledger::validate_id("a b").unwrap_err();
+    /// assert_eq!(e.kind(), "invalid_id");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Input(e) => e.kind(),
+            Error::Conflict(e) => e.kind(),
+            Error::Refused(e) => e.kind(),
+            Error::Storage(e) => e.kind(),
+            Error::Corruption(_) => "corruption",
+        }
+    }
+
+    /// True for a refusal by one of the creation bounds of rule S2.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, Error::Refused(_))
+    }
+
+    /// True when the caller can act on the error by changing the request: bad input, or a
+    /// request the ledger's state does not allow.
+    pub fn is_caller_error(&self) -> bool {
+        matches!(self, Error::Input(_) | Error::Conflict(_))
+    }
+}
 
 /// Why an id was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,10 +136,10 @@ impl fmt::Display for Quoted<'_> {
     }
 }
 
-/// Everything that can go wrong in a ledger operation.
-#[derive(Debug, thiserror::Error)]
+/// A value the caller gave is malformed or out of range. Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum InputError {
     /// A session id (or the creator's id) is malformed.
     #[error("invalid session id {}: {problem}", Quoted(.id))]
     InvalidId {
@@ -88,31 +148,21 @@ pub enum Error {
         /// What is wrong with it.
         problem: IdProblem,
     },
-
     /// An actor name is malformed (1 to 64 characters from `[A-Za-z0-9._:@-]`).
     #[error("invalid actor name {}: use 1 to 64 ASCII letters, digits or . _ : @ -", Quoted(.0))]
     InvalidActor(String),
-
     /// A taint class name is not one of `public`, `private`, `secret`.
     #[error("unknown taint class {}: expected public, private or secret", Quoted(.0))]
     InvalidTaint(String),
-
-    /// The session does not exist (and, where that applies, is not a spawned id of a known one).
-    #[error("no session {0:?} in the ledger")]
-    UnknownSession(String),
-
-    /// The session has ended; it stays as a tombstone and cannot act.
-    #[error("session {0:?} has ended")]
-    SessionEnded(String),
-
-    /// The id is or was in use; ids are never reused.
-    #[error("session id {0:?} exists or existed; ids are never reused")]
-    SessionExists(String),
-
     /// A posture name is not `trust` or `trust_reads`.
     #[error("unknown posture {}: expected trust or trust_reads", Quoted(.0))]
     InvalidPosture(String),
-
+    /// A propagation name is not `local`, `cascade` or `preview`.
+    #[error("unknown propagation {}: expected local, cascade or preview", Quoted(.0))]
+    InvalidPropagation(String),
+    /// An audit kind is not one the ledger knows.
+    #[error("unknown audit kind {}", Quoted(.0))]
+    InvalidAuditKind(String),
     /// A command pattern is malformed.
     #[error("invalid command pattern {}: {problem}", Quoted(.pattern))]
     InvalidPattern {
@@ -121,19 +171,68 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
-
     /// An override scope's name is malformed.
     #[error("invalid scope name {}: use 1 to 64 ASCII letters, digits or . _ : -, starting with a letter or digit", Quoted(.0))]
     InvalidScopeName(String),
-
     /// A time to live is malformed, zero, negative or too long.
     #[error("invalid TTL {}: use a positive whole number and a unit s, m, h or d (like 30s, 15m, 2h), at most 366d", Quoted(.0))]
     InvalidTtl(String),
-
     /// A decision was asked for an empty command line.
     #[error("empty command: nothing to decide")]
     EmptyCommand,
+    /// A preview token is malformed (it is 64 lower-case hex digits).
+    #[error("malformed preview token {}: expected the 64 hex digits a preview gave", Quoted(.0))]
+    InvalidToken(String),
+    /// A saved audit head is malformed (it is `SEQ:HASH`).
+    #[error("malformed audit head {}: expected SEQ:HASH", Quoted(.0))]
+    InvalidHead(String),
+    /// A time is malformed.
+    #[error("malformed time {}: expected RFC 3339, like 2026-11-30T12:00:00Z", Quoted(.0))]
+    InvalidTime(String),
+    /// A raise named neither a taint class nor the untrusted flag.
+    #[error("nothing to raise: give a taint class, the untrusted flag, or both")]
+    NothingToRaise,
+    /// A [`Config`](crate::Config) setting is out of the range the ledger can use; nothing was
+    /// opened or created.
+    #[error("invalid setting: {0}")]
+    InvalidConfig(String),
+}
 
+impl InputError {
+    fn kind(&self) -> &'static str {
+        match self {
+            InputError::InvalidId { .. } => "invalid_id",
+            InputError::InvalidActor(_) => "invalid_actor",
+            InputError::InvalidTaint(_) => "invalid_taint",
+            InputError::InvalidPosture(_) => "invalid_posture",
+            InputError::InvalidPropagation(_) => "invalid_propagation",
+            InputError::InvalidAuditKind(_) => "invalid_audit_kind",
+            InputError::InvalidPattern { .. } => "invalid_pattern",
+            InputError::InvalidScopeName(_) => "invalid_scope_name",
+            InputError::InvalidTtl(_) => "invalid_ttl",
+            InputError::EmptyCommand => "empty_command",
+            InputError::InvalidToken(_) => "invalid_token",
+            InputError::InvalidHead(_) => "invalid_head",
+            InputError::InvalidTime(_) => "invalid_time",
+            InputError::NothingToRaise => "nothing_to_raise",
+            InputError::InvalidConfig(_) => "invalid_config",
+        }
+    }
+}
+
+/// The request is well-formed but the ledger's state does not allow it. Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Conflict {
+    /// The session does not exist (and, where that applies, is not a spawned id of a known one).
+    #[error("no session {0:?} in the ledger")]
+    UnknownSession(String),
+    /// The session has ended; it stays as a tombstone and cannot act.
+    #[error("session {0:?} has ended")]
+    SessionEnded(String),
+    /// The id is or was in use; ids are never reused.
+    #[error("session id {0:?} exists or existed; ids are never reused")]
+    SessionExists(String),
     /// The session has no such command pattern.
     #[error("session {session:?} has no command pattern {}", Quoted(.pattern))]
     UnknownPattern {
@@ -142,7 +241,6 @@ pub enum Error {
         /// The pattern.
         pattern: String,
     },
-
     /// The session has no live override scope of that name.
     #[error("session {session:?} has no live scope {name:?}")]
     UnknownScope {
@@ -151,11 +249,6 @@ pub enum Error {
         /// The scope's name.
         name: String,
     },
-
-    /// A preview token is malformed (it is 64 lower-case hex digits).
-    #[error("malformed preview token {}: expected the 64 hex digits a preview printed", Quoted(.0))]
-    InvalidToken(String),
-
     /// Rule R2: the subtree changed since the preview whose token was given; nothing was
     /// revoked. Preview again.
     #[error(
@@ -165,23 +258,27 @@ pub enum Error {
         /// The root of the revocation.
         root: String,
     },
+}
 
-    /// A saved audit head is malformed (it is `SEQ:HASH`).
-    #[error(
-        "malformed audit head {}: expected SEQ:HASH as `session-ledger audit head` prints it",
-        Quoted(.0)
-    )]
-    InvalidHead(String),
+impl Conflict {
+    fn kind(&self) -> &'static str {
+        match self {
+            Conflict::UnknownSession(_) => "unknown_session",
+            Conflict::SessionEnded(_) => "session_ended",
+            Conflict::SessionExists(_) => "session_exists",
+            Conflict::UnknownPattern { .. } => "unknown_pattern",
+            Conflict::UnknownScope { .. } => "unknown_scope",
+            Conflict::StalePreview { .. } => "stale_preview",
+        }
+    }
+}
 
-    /// A time is malformed.
-    #[error("malformed time {}: expected RFC 3339, like 2026-11-30T12:00:00Z", Quoted(.0))]
-    InvalidTime(String),
-
-    /// A raise named neither a taint class nor the untrusted flag.
-    #[error("nothing to raise: give a taint class, the untrusted flag, or both")]
-    NothingToRaise,
-
-    /// Refused (rule S2): the child would be deeper than the configured maximum depth.
+/// A create refused by a creation bound (rule S2). Nothing was created; the refusal was
+/// recorded in the audit trail with what the child would have been born with (nothing).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CreationRefused {
+    /// The child would be deeper than the configured maximum depth.
     #[error("refused: {child:?} would be at depth {depth}, deeper than the maximum {max}")]
     DepthLimit {
         /// The id that was refused.
@@ -191,8 +288,7 @@ pub enum Error {
         /// The configured maximum depth.
         max: u32,
     },
-
-    /// Refused (rule S2): the creator already has the maximum number of live children.
+    /// The creator already has the maximum number of live children.
     #[error("refused: {creator:?} already has {live} live children, the maximum is {max}")]
     ChildLimit {
         /// The creator.
@@ -202,8 +298,7 @@ pub enum Error {
         /// The configured maximum.
         max: u32,
     },
-
-    /// Refused (rule S2): the creator made too many sessions within the rate window.
+    /// The creator made too many sessions within the rate window.
     #[error("refused: {creator:?} created {count} sessions in the last {window_secs}s, the maximum is {max}")]
     RateLimit {
         /// The creator.
@@ -215,208 +310,155 @@ pub enum Error {
         /// The window's length in seconds.
         window_secs: u64,
     },
+}
 
-    /// A [`Config`](crate::Config) setting is out of the range the ledger can use; nothing was
-    /// opened or created.
-    #[error("invalid setting: {0}")]
-    InvalidConfig(String),
+impl CreationRefused {
+    fn kind(&self) -> &'static str {
+        match self {
+            CreationRefused::DepthLimit { .. } => "depth_limit",
+            CreationRefused::ChildLimit { .. } => "child_limit",
+            CreationRefused::RateLimit { .. } => "rate_limit",
+        }
+    }
 
-    /// There is no ledger at the path and the ledger was opened without creating one.
-    #[error("no ledger at {0} (create one with `session-ledger init`)")]
-    NoLedger(PathBuf),
+    /// The word the audit row of the refusal records as its `reason`.
+    pub fn reason(&self) -> &'static str {
+        self.kind()
+    }
+}
 
-    /// The file exists but is not a session ledger; it was left untouched.
+/// Where a ledger is: the file it was opened at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// The database cannot serve the request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// There is no ledger there, and the ledger was opened without creating one.
+    #[error("no ledger at {0}")]
+    NoLedger(Location),
+    /// There is something else there: not a session-ledger database. It was left untouched.
     #[error("{0} is not a session-ledger database; it was left untouched")]
-    NotALedger(PathBuf),
-
+    NotALedger(Location),
     /// The ledger was written by a newer version of this software; it was left untouched.
-    #[error("the ledger's schema is version {found}, newer than the {supported} this build supports; upgrade session-ledger (the file was left untouched)")]
+    #[error("the ledger's schema is version {found}, newer than the {supported} this build supports; upgrade session-ledger (the ledger was left untouched)")]
     SchemaTooNew {
-        /// The schema version recorded in the file.
+        /// The schema version recorded in the ledger.
         found: i64,
         /// The newest version this build knows.
         supported: i64,
     },
-
-    /// The ledger file (or its directory) cannot be written.
+    /// The ledger cannot be written: the file or its folder, or the handle (opened
+    /// [read-only](crate::Config::read_only)).
     #[error("the ledger at {0} is read-only")]
-    ReadOnly(PathBuf),
-
-    /// The data breaks one of the ledger's invariants; the file needs inspection.
-    #[error("ledger invariant broken: {0}")]
-    Corruption(String),
-
-    /// The storage underneath failed (I/O, locking, SQL).
+    ReadOnly(Location),
+    /// The engine underneath failed: I/O, locking, SQL, the connection pool, a migration.
     #[error("storage error: {0}")]
-    Storage(#[from] StorageError),
-}
-
-/// A failure of the storage underneath the ledger, kept opaque so the public API does not
-/// depend on one database engine.
-#[derive(Debug)]
-pub struct StorageError {
-    inner: StorageErrorInner,
-}
-
-#[derive(Debug)]
-enum StorageErrorInner {
-    Sqlite(rusqlite::Error),
-    Pool(r2d2::Error),
-    Migration(refinery::Error),
-    Io(std::io::Error),
+    Engine(EngineError),
 }
 
 impl StorageError {
+    fn kind(&self) -> &'static str {
+        match self {
+            StorageError::NoLedger(_) => "no_ledger",
+            StorageError::NotALedger(_) => "not_a_ledger",
+            StorageError::SchemaTooNew { .. } => "schema_too_new",
+            StorageError::ReadOnly(_) => "read_only",
+            StorageError::Engine(_) => "storage",
+        }
+    }
+
     /// True when the failure was the database being busy or locked by another writer for
     /// longer than the busy timeout.
     pub fn is_busy(&self) -> bool {
-        match &self.inner {
-            StorageErrorInner::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => matches!(
-                e.code,
-                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-            ),
-            _ => false,
-        }
-    }
-
-    pub(crate) fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
-        match &self.inner {
-            StorageErrorInner::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => Some(e.code),
-            _ => None,
-        }
+        matches!(self, StorageError::Engine(e) if e.busy)
     }
 }
 
-impl fmt::Display for StorageError {
+/// A failure of the engine underneath the ledger, kept opaque so that the public API does not
+/// depend on one database engine. Its [`source`](std::error::Error::source) is the engine's
+/// own error.
+#[derive(Debug)]
+pub struct EngineError {
+    /// What failed, in a word or two: `sqlite`, `connection pool`, `migration`, `i/o`.
+    what: &'static str,
+    busy: bool,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl EngineError {
+    /// An engine failure of `what`, from the engine's own error.
+    pub(crate) fn new(
+        what: &'static str,
+        busy: bool,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> EngineError {
+        EngineError {
+            what,
+            busy,
+            source: source.into(),
+        }
+    }
+
+    /// The engine's own error, to look into it (`downcast_ref`) inside an engine.
+    pub(crate) fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.source
+    }
+}
+
+impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            StorageErrorInner::Sqlite(e) => write!(f, "sqlite: {e}"),
-            StorageErrorInner::Pool(e) => write!(f, "connection pool: {e}"),
-            StorageErrorInner::Migration(e) => write!(f, "migration: {e}"),
-            StorageErrorInner::Io(e) => write!(f, "i/o: {e}"),
-        }
+        write!(f, "{}: {}", self.what, self.source)
     }
 }
 
-impl std::error::Error for StorageError {
+impl std::error::Error for EngineError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.inner {
-            StorageErrorInner::Sqlite(e) => Some(e),
-            StorageErrorInner::Pool(e) => Some(e),
-            StorageErrorInner::Migration(e) => Some(e),
-            StorageErrorInner::Io(e) => Some(e),
-        }
+        Some(&*self.source)
     }
 }
 
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::Storage(StorageError {
-            inner: StorageErrorInner::Sqlite(e),
-        })
-    }
-}
-
-impl From<r2d2::Error> for Error {
-    fn from(e: r2d2::Error) -> Self {
-        Error::Storage(StorageError {
-            inner: StorageErrorInner::Pool(e),
-        })
-    }
-}
-
-impl From<refinery::Error> for Error {
-    fn from(e: refinery::Error) -> Self {
-        Error::Storage(StorageError {
-            inner: StorageErrorInner::Migration(e),
-        })
+impl From<EngineError> for Error {
+    fn from(e: EngineError) -> Error {
+        Error::Storage(StorageError::Engine(e))
     }
 }
 
 impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::Storage(StorageError {
-            inner: StorageErrorInner::Io(e),
-        })
+    fn from(e: std::io::Error) -> Error {
+        EngineError::new("i/o", false, e).into()
     }
 }
 
-impl Error {
-    /// A stable snake_case name for the variant, one per variant, for a program that gets the
-    /// error as text (the CLI prints it as `kind` in a `--json` error). It is the variant's name
-    /// in snake_case: `invalid_id`, `unknown_session`, `stale_preview`, `child_limit`,
-    /// `read_only`, `storage`, ... (README.md lists them all). A name, once given, does not
-    /// change; branch on it, or on the variant, never on the message.
-    ///
-    /// ```
-    /// let e = session_ledger::validate_id("a b").unwrap_err();
-    /// assert_eq!(e.kind(), "invalid_id");
-    /// ```
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Error::InvalidId { .. } => "invalid_id",
-            Error::InvalidActor(_) => "invalid_actor",
-            Error::InvalidTaint(_) => "invalid_taint",
-            Error::UnknownSession(_) => "unknown_session",
-            Error::SessionEnded(_) => "session_ended",
-            Error::SessionExists(_) => "session_exists",
-            Error::InvalidPosture(_) => "invalid_posture",
-            Error::InvalidPattern { .. } => "invalid_pattern",
-            Error::InvalidScopeName(_) => "invalid_scope_name",
-            Error::InvalidTtl(_) => "invalid_ttl",
-            Error::EmptyCommand => "empty_command",
-            Error::UnknownPattern { .. } => "unknown_pattern",
-            Error::UnknownScope { .. } => "unknown_scope",
-            Error::InvalidToken(_) => "invalid_token",
-            Error::StalePreview { .. } => "stale_preview",
-            Error::InvalidHead(_) => "invalid_head",
-            Error::InvalidTime(_) => "invalid_time",
-            Error::NothingToRaise => "nothing_to_raise",
-            Error::DepthLimit { .. } => "depth_limit",
-            Error::ChildLimit { .. } => "child_limit",
-            Error::RateLimit { .. } => "rate_limit",
-            Error::InvalidConfig(_) => "invalid_config",
-            Error::NoLedger(_) => "no_ledger",
-            Error::NotALedger(_) => "not_a_ledger",
-            Error::SchemaTooNew { .. } => "schema_too_new",
-            Error::ReadOnly(_) => "read_only",
-            Error::Corruption(_) => "corruption",
-            Error::Storage(_) => "storage",
-        }
+/// The data breaks one of the ledger's invariants: a row the library cannot read back, a
+/// session without a materialized ancestor, a row that vanished inside its transaction. Found,
+/// never repaired: the ledger refuses and keeps the file as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ledger invariant broken: {0}")]
+pub struct Corruption(String);
+
+impl Corruption {
+    /// A broken invariant, described.
+    pub(crate) fn new(what: impl Into<String>) -> Corruption {
+        Corruption(what.into())
     }
 
-    /// True for a refusal by one of the creation bounds of rule S2.
-    pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
-            Error::DepthLimit { .. } | Error::ChildLimit { .. } | Error::RateLimit { .. }
-        )
-    }
-
-    /// True when the error is the caller's mistake (bad input, unknown or ended session).
-    pub fn is_caller_error(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidId { .. }
-                | Error::InvalidActor(_)
-                | Error::InvalidTaint(_)
-                | Error::UnknownSession(_)
-                | Error::SessionEnded(_)
-                | Error::SessionExists(_)
-                | Error::NothingToRaise
-                | Error::InvalidPosture(_)
-                | Error::InvalidPattern { .. }
-                | Error::InvalidScopeName(_)
-                | Error::InvalidTtl(_)
-                | Error::EmptyCommand
-                | Error::UnknownPattern { .. }
-                | Error::UnknownScope { .. }
-                | Error::InvalidToken(_)
-                | Error::StalePreview { .. }
-                | Error::InvalidHead(_)
-                | Error::InvalidTime(_)
-                | Error::InvalidConfig(_)
-        )
+    /// What is broken.
+    pub fn message(&self) -> &str {
+        &self.0
     }
 }
 
@@ -425,104 +467,125 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// One error of each variant. The match below has no wildcard, so a new variant does not
-    /// compile until it is added there, and the test fails until it has a sample here.
+    /// One error of each leaf variant. The matches below have no wildcard, so a new variant does
+    /// not compile until it is added there, and the test fails until it has a sample here.
     fn one_of_each() -> Vec<Error> {
-        let samples = vec![
-            Error::InvalidId {
+        let samples: Vec<Error> = vec![
+            InputError::InvalidId {
                 id: "a b".into(),
                 problem: IdProblem::BadCharacter,
-            },
-            Error::InvalidActor("x/y".into()),
-            Error::InvalidTaint("top".into()),
-            Error::UnknownSession("nobody".into()),
-            Error::SessionEnded("gone".into()),
-            Error::SessionExists("conductor".into()),
-            Error::InvalidPosture("all".into()),
-            Error::InvalidPattern {
+            }
+            .into(),
+            InputError::InvalidActor("x/y".into()).into(),
+            InputError::InvalidTaint("top".into()).into(),
+            InputError::InvalidPosture("all".into()).into(),
+            InputError::InvalidPropagation("sideways".into()).into(),
+            InputError::InvalidAuditKind("session.explode".into()).into(),
+            InputError::InvalidPattern {
                 pattern: String::new(),
                 problem: "it is empty".into(),
-            },
-            Error::InvalidScopeName("a b".into()),
-            Error::InvalidTtl("0s".into()),
-            Error::EmptyCommand,
-            Error::UnknownPattern {
+            }
+            .into(),
+            InputError::InvalidScopeName("a b".into()).into(),
+            InputError::InvalidTtl("0s".into()).into(),
+            InputError::EmptyCommand.into(),
+            InputError::InvalidToken("xyz".into()).into(),
+            InputError::InvalidHead("12".into()).into(),
+            InputError::InvalidTime("yesterday".into()).into(),
+            InputError::NothingToRaise.into(),
+            InputError::InvalidConfig("max_depth 0".into()).into(),
+            Conflict::UnknownSession("nobody".into()).into(),
+            Conflict::SessionEnded("gone".into()).into(),
+            Conflict::SessionExists("conductor".into()).into(),
+            Conflict::UnknownPattern {
                 session: "conductor".into(),
                 pattern: "npm test".into(),
-            },
-            Error::UnknownScope {
+            }
+            .into(),
+            Conflict::UnknownScope {
                 session: "conductor".into(),
                 name: "hotfix".into(),
-            },
-            Error::InvalidToken("xyz".into()),
-            Error::StalePreview {
+            }
+            .into(),
+            Conflict::StalePreview {
                 root: "conductor".into(),
-            },
-            Error::InvalidHead("12".into()),
-            Error::InvalidTime("yesterday".into()),
-            Error::NothingToRaise,
-            Error::DepthLimit {
+            }
+            .into(),
+            CreationRefused::DepthLimit {
                 child: "deep".into(),
                 depth: 65,
                 max: 64,
-            },
-            Error::ChildLimit {
+            }
+            .into(),
+            CreationRefused::ChildLimit {
                 creator: "conductor".into(),
                 live: 50,
                 max: 50,
-            },
-            Error::RateLimit {
+            }
+            .into(),
+            CreationRefused::RateLimit {
                 creator: "conductor".into(),
                 count: 100,
                 max: 100,
                 window_secs: 60,
-            },
-            Error::InvalidConfig("max_depth 0".into()),
-            Error::NoLedger("ledger.db".into()),
-            Error::NotALedger("notes.txt".into()),
-            Error::SchemaTooNew {
+            }
+            .into(),
+            StorageError::NoLedger(Location::File("ledger.db".into())).into(),
+            StorageError::NotALedger(Location::File("notes.txt".into())).into(),
+            StorageError::SchemaTooNew {
                 found: 99,
                 supported: 7,
-            },
-            Error::ReadOnly("ledger.db".into()),
-            Error::Corruption("a cycle".into()),
+            }
+            .into(),
+            StorageError::ReadOnly(Location::File("ledger.db".into())).into(),
             Error::from(std::io::Error::other("disk on fire")),
+            Corruption::new("a cycle").into(),
         ];
         let mut variants = BTreeSet::new();
         for e in &samples {
             let variant = match e {
-                Error::InvalidId { .. } => 0,
-                Error::InvalidActor(_) => 1,
-                Error::InvalidTaint(_) => 2,
-                Error::UnknownSession(_) => 3,
-                Error::SessionEnded(_) => 4,
-                Error::SessionExists(_) => 5,
-                Error::InvalidPosture(_) => 6,
-                Error::InvalidPattern { .. } => 7,
-                Error::InvalidScopeName(_) => 8,
-                Error::InvalidTtl(_) => 9,
-                Error::EmptyCommand => 10,
-                Error::UnknownPattern { .. } => 11,
-                Error::UnknownScope { .. } => 12,
-                Error::InvalidToken(_) => 13,
-                Error::StalePreview { .. } => 14,
-                Error::InvalidHead(_) => 15,
-                Error::InvalidTime(_) => 16,
-                Error::NothingToRaise => 17,
-                Error::DepthLimit { .. } => 18,
-                Error::ChildLimit { .. } => 19,
-                Error::RateLimit { .. } => 20,
-                Error::InvalidConfig(_) => 21,
-                Error::NoLedger(_) => 22,
-                Error::NotALedger(_) => 23,
-                Error::SchemaTooNew { .. } => 24,
-                Error::ReadOnly(_) => 25,
-                Error::Corruption(_) => 26,
-                Error::Storage(_) => 27,
+                Error::Input(e) => match e {
+                    InputError::InvalidId { .. } => 0,
+                    InputError::InvalidActor(_) => 1,
+                    InputError::InvalidTaint(_) => 2,
+                    InputError::InvalidPosture(_) => 3,
+                    InputError::InvalidPropagation(_) => 4,
+                    InputError::InvalidAuditKind(_) => 5,
+                    InputError::InvalidPattern { .. } => 6,
+                    InputError::InvalidScopeName(_) => 7,
+                    InputError::InvalidTtl(_) => 8,
+                    InputError::EmptyCommand => 9,
+                    InputError::InvalidToken(_) => 10,
+                    InputError::InvalidHead(_) => 11,
+                    InputError::InvalidTime(_) => 12,
+                    InputError::NothingToRaise => 13,
+                    InputError::InvalidConfig(_) => 14,
+                },
+                Error::Conflict(e) => match e {
+                    Conflict::UnknownSession(_) => 20,
+                    Conflict::SessionEnded(_) => 21,
+                    Conflict::SessionExists(_) => 22,
+                    Conflict::UnknownPattern { .. } => 23,
+                    Conflict::UnknownScope { .. } => 24,
+                    Conflict::StalePreview { .. } => 25,
+                },
+                Error::Refused(e) => match e {
+                    CreationRefused::DepthLimit { .. } => 30,
+                    CreationRefused::ChildLimit { .. } => 31,
+                    CreationRefused::RateLimit { .. } => 32,
+                },
+                Error::Storage(e) => match e {
+                    StorageError::NoLedger(_) => 40,
+                    StorageError::NotALedger(_) => 41,
+                    StorageError::SchemaTooNew { .. } => 42,
+                    StorageError::ReadOnly(_) => 43,
+                    StorageError::Engine(_) => 44,
+                },
+                Error::Corruption(_) => 50,
             };
             variants.insert(variant);
         }
-        assert_eq!(variants.len(), 28, "a variant has no sample in one_of_each");
+        assert_eq!(variants.len(), 30, "a variant has no sample in one_of_each");
         samples
     }
 
@@ -546,9 +609,18 @@ mod tests {
     }
 
     #[test]
+    fn the_caller_can_act_on_input_and_conflicts_and_a_refusal_is_its_own_kind() {
+        for e in one_of_each() {
+            let by_kind = matches!(e, Error::Input(_) | Error::Conflict(_));
+            assert_eq!(e.is_caller_error(), by_kind, "{e:?}");
+            assert_eq!(e.is_refusal(), matches!(e, Error::Refused(_)), "{e:?}");
+        }
+    }
+
+    #[test]
     fn a_long_value_is_quoted_cut_on_a_character_boundary_with_its_full_length() {
         // Three-byte characters: a cut at byte 64 would fall inside one, and slicing there panics.
-        let message = Error::InvalidActor("€".repeat(1_000)).to_string();
+        let message = InputError::InvalidActor("€".repeat(1_000)).to_string();
         assert!(
             message.starts_with(&format!(
                 "invalid actor name \"{}…\" (1000 characters): ",
@@ -558,10 +630,10 @@ mod tests {
         );
 
         let id = format!("{}\n{}", "a".repeat(63), "b".repeat(100));
-        let message = Error::InvalidId {
+        let message = Error::from(InputError::InvalidId {
             id,
             problem: IdProblem::TooLong,
-        }
+        })
         .to_string();
         assert_eq!(
             message,
@@ -576,7 +648,7 @@ mod tests {
     fn a_value_of_at_most_64_characters_is_quoted_whole() {
         let pattern = "x".repeat(64);
         assert_eq!(
-            Error::InvalidPattern {
+            InputError::InvalidPattern {
                 pattern: pattern.clone(),
                 problem: "it holds a NUL".into(),
             }
@@ -584,7 +656,7 @@ mod tests {
             format!("invalid command pattern {pattern:?}: it holds a NUL")
         );
         assert_eq!(
-            Error::InvalidTaint("x'y\"z".into()).to_string(),
+            InputError::InvalidTaint("x'y\"z".into()).to_string(),
             r#"unknown taint class "x'y\"z": expected public, private or secret"#
         );
     }

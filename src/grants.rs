@@ -28,7 +28,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::commands::{parse_command_line, parse_pattern_words, PatternWord, Piece, Refusal};
-use crate::error::Error;
+use crate::error::{Error, InputError};
 
 /// The longest command pattern accepted, in bytes.
 pub const MAX_PATTERN_LEN: usize = 1024;
@@ -61,12 +61,14 @@ impl Pattern {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPattern`], saying why: empty, too long, an operator joining two
+    /// [`InputError::InvalidPattern`](crate::InputError::InvalidPattern), saying why: empty, too long, an operator joining two
     /// commands, or a construct a pattern never admits (with its byte offset).
     pub fn parse(text: &str) -> Result<Pattern, Error> {
-        let invalid = |problem: String| Error::InvalidPattern {
-            pattern: text.to_owned(),
-            problem,
+        let invalid = |problem: String| {
+            Error::Input(InputError::InvalidPattern {
+                pattern: text.to_owned(),
+                problem,
+            })
         };
         if text.trim().is_empty() {
             return Err(invalid("it is empty".to_owned()));
@@ -218,7 +220,7 @@ pub(crate) fn cached_pattern(text: &str) -> Option<Rc<Pattern>> {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidPattern`], saying why.
+/// [`InputError::InvalidPattern`](crate::InputError::InvalidPattern), saying why.
 ///
 /// ```
 /// use session_ledger::validate_pattern;
@@ -265,16 +267,18 @@ pub fn pattern_matches(pattern: &str, command: &str) -> bool {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidPattern`] when the pattern is invalid or an example disagrees, naming it.
+/// [`InputError::InvalidPattern`](crate::InputError::InvalidPattern) when the pattern is invalid or an example disagrees, naming it.
 pub fn check_pattern_examples<S: AsRef<str>>(
     pattern: &str,
     must_match: &[S],
     must_not_match: &[S],
 ) -> Result<(), Error> {
     Pattern::parse(pattern)?;
-    let invalid = |problem: String| Error::InvalidPattern {
-        pattern: pattern.to_owned(),
-        problem,
+    let invalid = |problem: String| {
+        Error::Input(InputError::InvalidPattern {
+            pattern: pattern.to_owned(),
+            problem,
+        })
     };
     for example in must_match {
         let test = test_pattern(pattern, example.as_ref())?;
@@ -342,7 +346,7 @@ pub struct PartTest {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidPattern`] when the pattern is not valid.
+/// [`InputError::InvalidPattern`](crate::InputError::InvalidPattern) when the pattern is not valid.
 pub fn test_pattern(pattern: &str, command: &str) -> Result<PatternTest, Error> {
     let parsed = Pattern::parse(pattern)?;
     let (parts, refused) = match parse_command_line(command) {
@@ -374,7 +378,7 @@ pub fn test_pattern(pattern: &str, command: &str) -> Result<PatternTest, Error> 
 ///
 /// # Errors
 ///
-/// [`Error::InvalidScopeName`].
+/// [`InputError::InvalidScopeName`](crate::InputError::InvalidScopeName).
 pub fn validate_scope_name(name: &str) -> Result<(), Error> {
     let b = name.as_bytes();
     let ok = !b.is_empty()
@@ -385,7 +389,7 @@ pub fn validate_scope_name(name: &str) -> Result<(), Error> {
     if ok {
         Ok(())
     } else {
-        Err(Error::InvalidScopeName(name.to_owned()))
+        Err(Error::Input(InputError::InvalidScopeName(name.to_owned())))
     }
 }
 
@@ -397,7 +401,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
 ///
 /// # Errors
 ///
-/// [`Error::InvalidTtl`] for anything else: zero, negative, fractional, unit-less, too long.
+/// [`InputError::InvalidTtl`](crate::InputError::InvalidTtl) for anything else: zero, negative, fractional, unit-less, too long.
 ///
 /// ```
 /// use std::time::Duration;
@@ -407,7 +411,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(366 * 24 * 3600);
 /// assert!(session_ledger::parse_ttl("soon").is_err());
 /// ```
 pub fn parse_ttl(text: &str) -> Result<Duration, Error> {
-    let bad = || Error::InvalidTtl(text.to_owned());
+    let bad = || Error::Input(InputError::InvalidTtl(text.to_owned()));
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let (digits, unit) = text.split_at(split);
     if digits.is_empty() || digits.len() > 12 {
@@ -501,7 +505,7 @@ mod tests {
             ("npm test '", "does not parse"),
         ] {
             match Pattern::parse(bad) {
-                Err(Error::InvalidPattern { problem, .. }) => {
+                Err(Error::Input(InputError::InvalidPattern { problem, .. })) => {
                     assert!(problem.contains(says), "{bad:?}: {problem}")
                 }
                 other => panic!("{bad:?}: {other:?}"),
@@ -541,18 +545,19 @@ mod ops {
         check_pattern_examples, validate_pattern, validate_scope_name, CommandPattern, Scope,
     };
     use crate::clock::format_ts;
-    use crate::error::{Error, Result};
+    use crate::error::{Conflict, Corruption, Error, InputError, Result};
     use crate::ledger::{resolve, Ledger};
     use crate::sessions::{validate_actor, validate_id};
     use crate::storage;
 
     /// Finds a live session for a grant, recording a spawned id first.
     fn live(tx: &rusqlite::Transaction<'_>, id: &str, now: &str) -> Result<()> {
-        let session = resolve(tx, id, now)?.ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+        let session = resolve(tx, id, now)?
+            .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(id.to_owned())))?;
         if session.is_live() {
             Ok(())
         } else {
-            Err(Error::SessionEnded(id.to_owned()))
+            Err(Error::Conflict(Conflict::SessionEnded(id.to_owned())))
         }
     }
 
@@ -560,7 +565,7 @@ mod ops {
     fn recorded(conn: &rusqlite::Connection, id: &str) -> Result<()> {
         match storage::sessions::get(conn, id)? {
             Some(_) => Ok(()),
-            None => Err(Error::UnknownSession(id.to_owned())),
+            None => Err(Error::Conflict(Conflict::UnknownSession(id.to_owned()))),
         }
     }
 
@@ -570,8 +575,8 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`], [`Error::InvalidPattern`], [`Error::InvalidActor`],
-        /// [`Error::UnknownSession`], [`Error::SessionEnded`].
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidPattern`](crate::InputError::InvalidPattern), [`InputError::InvalidActor`](crate::InputError::InvalidActor),
+        /// [`Conflict::UnknownSession`](crate::Conflict::UnknownSession), [`Conflict::SessionEnded`](crate::Conflict::SessionEnded).
         pub fn add_pattern(&self, id: &str, pattern: &str, actor: &str) -> Result<bool> {
             self.add_pattern_with_examples::<&str>(id, pattern, actor, &[], &[])
         }
@@ -594,7 +599,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// As [`Ledger::add_pattern`]; [`Error::InvalidPattern`] when an example disagrees.
+        /// As [`Ledger::add_pattern`]; [`InputError::InvalidPattern`](crate::InputError::InvalidPattern) when an example disagrees.
         pub fn add_pattern_with_examples<S: AsRef<str>>(
             &self,
             id: &str,
@@ -629,26 +634,26 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`], [`Error::InvalidActor`],
-        /// [`Error::UnknownSession`], [`Error::UnknownPattern`] when the session does not have
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor),
+        /// [`Conflict::UnknownSession`](crate::Conflict::UnknownSession), [`Conflict::UnknownPattern`](crate::Conflict::UnknownPattern) when the session does not have
         /// it. Patterns can be removed from an ended session.
         pub fn remove_pattern(&self, id: &str, pattern: &str, actor: &str) -> Result<()> {
             validate_id(id)?;
             // Only the bounds: a pattern stored under older, looser rules can still be removed.
             if pattern.is_empty() || pattern.len() > super::MAX_PATTERN_LEN {
-                return Err(Error::UnknownPattern {
+                return Err(Error::Conflict(Conflict::UnknownPattern {
                     session: id.to_owned(),
                     pattern: pattern.to_owned(),
-                });
+                }));
             }
             validate_actor(actor)?;
             self.write(|tx, now| {
                 recorded(tx, id)?;
                 if !storage::grants::remove_pattern(tx, id, pattern)? {
-                    return Err(Error::UnknownPattern {
+                    return Err(Error::Conflict(Conflict::UnknownPattern {
                         session: id.to_owned(),
                         pattern: pattern.to_owned(),
-                    });
+                    }));
                 }
                 storage::audit::append(
                     tx,
@@ -666,7 +671,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`]; [`Error::UnknownSession`]; [`Error::Storage`].
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Conflict::UnknownSession`](crate::Conflict::UnknownSession); [`Error::Storage`].
         pub fn patterns(&self, id: &str) -> Result<Vec<CommandPattern>> {
             validate_id(id)?;
             self.storage.read(|c| {
@@ -680,9 +685,9 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`], [`Error::InvalidScopeName`], [`Error::InvalidTtl`] for a zero
-        /// or too long TTL, [`Error::InvalidActor`], [`Error::UnknownSession`],
-        /// [`Error::SessionEnded`].
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidScopeName`](crate::InputError::InvalidScopeName), [`InputError::InvalidTtl`](crate::InputError::InvalidTtl) for a zero
+        /// or too long TTL, [`InputError::InvalidActor`](crate::InputError::InvalidActor), [`Conflict::UnknownSession`](crate::Conflict::UnknownSession),
+        /// [`Conflict::SessionEnded`](crate::Conflict::SessionEnded).
         pub fn grant_scope(
             &self,
             id: &str,
@@ -694,10 +699,13 @@ mod ops {
             validate_scope_name(name)?;
             validate_actor(actor)?;
             if ttl.as_millis() == 0 || ttl > super::MAX_TTL {
-                return Err(Error::InvalidTtl(format!("{}ms", ttl.as_millis())));
+                return Err(Error::Input(InputError::InvalidTtl(format!(
+                    "{}ms",
+                    ttl.as_millis()
+                ))));
             }
             let ttl = chrono::TimeDelta::from_std(ttl)
-                .map_err(|_| Error::InvalidTtl(format!("{ttl:?}")))?;
+                .map_err(|_| Error::Input(InputError::InvalidTtl(format!("{ttl:?}"))))?;
             self.write(|tx, now| {
                 let expires_at = format_ts(now.time + ttl);
                 live(tx, id, now)?;
@@ -713,7 +721,11 @@ mod ops {
                 storage::grants::scopes(tx, id)?
                     .into_iter()
                     .find(|s| s.name == name)
-                    .ok_or_else(|| Error::Corruption(format!("scope {name:?} on {id:?} vanished")))
+                    .ok_or_else(|| {
+                        Error::Corruption(Corruption::new(format!(
+                            "scope {name:?} on {id:?} vanished"
+                        )))
+                    })
             })
         }
 
@@ -721,8 +733,8 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`], [`Error::InvalidScopeName`], [`Error::InvalidActor`],
-        /// [`Error::UnknownSession`], [`Error::UnknownScope`] when the session has no live
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidScopeName`](crate::InputError::InvalidScopeName), [`InputError::InvalidActor`](crate::InputError::InvalidActor),
+        /// [`Conflict::UnknownSession`](crate::Conflict::UnknownSession), [`Conflict::UnknownScope`](crate::Conflict::UnknownScope) when the session has no live
         /// scope of that name.
         pub fn revoke_scope(&self, id: &str, name: &str, actor: &str) -> Result<()> {
             validate_id(id)?;
@@ -732,10 +744,10 @@ mod ops {
                 recorded(tx, id)?;
                 let Some(expires_at) = storage::grants::revoke_scope(tx, id, name, actor, now)?
                 else {
-                    return Err(Error::UnknownScope {
+                    return Err(Error::Conflict(Conflict::UnknownScope {
                         session: id.to_owned(),
                         name: name.to_owned(),
-                    });
+                    }));
                 };
                 storage::audit::append(
                     tx,
@@ -753,7 +765,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`]; [`Error::UnknownSession`]; [`Error::Storage`].
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Conflict::UnknownSession`](crate::Conflict::UnknownSession); [`Error::Storage`].
         pub fn scopes(&self, id: &str) -> Result<Vec<Scope>> {
             validate_id(id)?;
             self.storage.read(|c| {

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::error::{Error, InputError};
 
 /// A taint class. The order is the lattice order: `Public < Private < Secret`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -51,7 +51,7 @@ impl FromStr for Taint {
             "public" => Ok(Taint::Public),
             "private" => Ok(Taint::Private),
             "secret" => Ok(Taint::Secret),
-            _ => Err(Error::InvalidTaint(s.to_owned())),
+            _ => Err(Error::Input(InputError::InvalidTaint(s.to_owned()))),
         }
     }
 }

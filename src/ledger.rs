@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::audit::LEDGER_ACTOR;
 use crate::clock::format_ts;
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Conflict, Corruption, CreationRefused, Error, InputError, Result};
 use crate::labels::{Label, Materialized, Raise, RaiseOutcome, SessionState, Taint};
 use crate::postures::{Posture, PostureLevel};
 use crate::sessions::{
@@ -38,8 +38,8 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::NotALedger`] for a file that is some other database or not a database,
-    /// [`Error::SchemaTooNew`] for a ledger written by a newer build, [`Error::ReadOnly`] when
+    /// [`StorageError::NotALedger`](crate::StorageError::NotALedger) for a file that is some other database or not a database,
+    /// [`StorageError::SchemaTooNew`](crate::StorageError::SchemaTooNew) for a ledger written by a newer build, [`StorageError::ReadOnly`](crate::StorageError::ReadOnly) when
     /// the file cannot be written; in each case the file is left untouched.
     /// [`Error::Storage`] when the file cannot be opened at all.
     ///
@@ -60,8 +60,8 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// As [`Ledger::open`], [`Error::NoLedger`] when the file does not exist and
-    /// [`Config::create_if_missing`] is false, and [`Error::InvalidConfig`] for a `pool_size` of
+    /// As [`Ledger::open`], [`StorageError::NoLedger`](crate::StorageError::NoLedger) when the file does not exist and
+    /// [`Config::create_if_missing`] is false, and [`InputError::InvalidConfig`](crate::InputError::InvalidConfig) for a `pool_size` of
     /// 0 or a `busy_timeout` beyond what SQLite takes (about 24.8 days), before anything is
     /// opened.
     pub fn open_with(path: impl AsRef<Path>, config: Config) -> Result<Ledger> {
@@ -122,15 +122,15 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`] or [`Error::InvalidActor`] for malformed input (ids of the spawned
-    /// form `sub-<parent>-<n>` are reserved), [`Error::SessionExists`] when the id is or was in
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId) or [`InputError::InvalidActor`](crate::InputError::InvalidActor) for malformed input (ids of the spawned
+    /// form `sub-<parent>-<n>` are reserved), [`Conflict::SessionExists`](crate::Conflict::SessionExists) when the id is or was in
     /// use. Nothing is written in either case.
     pub fn create_root(&self, id: &str, actor: &str) -> Result<Session> {
         validate_new_id(id)?;
         validate_actor(actor)?;
         self.write(|tx, now| {
             if storage::sessions::get(tx, id)?.is_some() {
-                return Err(Error::SessionExists(id.to_owned()));
+                return Err(Error::Conflict(Conflict::SessionExists(id.to_owned())));
             }
             storage::sessions::insert(tx, id, None, 0, Origin::Root, now)?;
             storage::labels::insert_born(tx, id, now)?;
@@ -153,12 +153,12 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// Caller mistakes, with nothing written: [`Error::InvalidId`], [`Error::InvalidActor`],
-    /// [`Error::UnknownSession`] (no such creator), [`Error::SessionEnded`] (the creator
-    /// ended), [`Error::SessionExists`] (the id is or was in use).
+    /// Caller mistakes, with nothing written: [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor),
+    /// [`Conflict::UnknownSession`](crate::Conflict::UnknownSession) (no such creator), [`Conflict::SessionEnded`](crate::Conflict::SessionEnded) (the creator
+    /// ended), [`Conflict::SessionExists`](crate::Conflict::SessionExists) (the id is or was in use).
     ///
     /// Refusals, with nothing created and one `session.create_refused` audit row written:
-    /// [`Error::DepthLimit`], [`Error::ChildLimit`], [`Error::RateLimit`].
+    /// [`CreationRefused::DepthLimit`](crate::CreationRefused::DepthLimit), [`CreationRefused::ChildLimit`](crate::CreationRefused::ChildLimit), [`CreationRefused::RateLimit`](crate::CreationRefused::RateLimit).
     pub fn create_child(&self, id: &str, creator: &str, actor: &str) -> Result<Created> {
         validate_new_id(id)?;
         validate_id(creator)?;
@@ -169,12 +169,12 @@ impl Ledger {
             // it: a refusal changes nothing but the audit trail.
             storage::savepoint(tx, "resolve_creator")?;
             let parent = resolve(tx, creator, now)?
-                .ok_or_else(|| Error::UnknownSession(creator.to_owned()))?;
+                .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(creator.to_owned())))?;
             if !parent.is_live() {
-                return Err(Error::SessionEnded(creator.to_owned()));
+                return Err(Error::Conflict(Conflict::SessionEnded(creator.to_owned())));
             }
             if storage::sessions::get(tx, id)?.is_some() {
-                return Err(Error::SessionExists(id.to_owned()));
+                return Err(Error::Conflict(Conflict::SessionExists(id.to_owned())));
             }
             let depth = parent.depth + 1;
             if let Some((refusal, mut detail)) =
@@ -240,11 +240,11 @@ impl Ledger {
         let c = &self.config;
         if depth > c.max_depth {
             return Ok(Some((
-                Error::DepthLimit {
+                Error::Refused(CreationRefused::DepthLimit {
                     child: id.to_owned(),
                     depth,
                     max: c.max_depth,
-                },
+                }),
                 json!({ "creator": creator, "reason": "depth_limit", "depth": depth, "limit": c.max_depth }),
             )));
         }
@@ -255,22 +255,22 @@ impl Ledger {
         let (live, count) = storage::sessions::creation_counts(tx, creator, &format_ts(since))?;
         if live >= c.max_live_children {
             return Ok(Some((
-                Error::ChildLimit {
+                Error::Refused(CreationRefused::ChildLimit {
                     creator: creator.to_owned(),
                     live,
                     max: c.max_live_children,
-                },
+                }),
                 json!({ "creator": creator, "reason": "child_limit", "live_children": live, "limit": c.max_live_children }),
             )));
         }
         if count >= c.max_creations_per_window {
             return Ok(Some((
-                Error::RateLimit {
+                Error::Refused(CreationRefused::RateLimit {
                     creator: creator.to_owned(),
                     count,
                     max: c.max_creations_per_window,
                     window_secs: c.rate_window.as_secs(),
-                },
+                }),
                 json!({ "creator": creator, "reason": "rate_limit", "created_in_window": count,
                         "limit": c.max_creations_per_window, "window_secs": c.rate_window.as_secs() }),
             )));
@@ -300,7 +300,7 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`] for a malformed id; [`Error::Storage`] when the database fails.
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId) for a malformed id; [`Error::Storage`] when the database fails.
     ///
     /// # Example
     ///
@@ -342,7 +342,7 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`]; [`Error::Storage`].
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Error::Storage`].
     pub fn stored_label(&self, id: &str) -> Result<Option<SessionState>> {
         validate_id(id)?;
         self.storage.read(|c| storage::labels::get(c, id))
@@ -357,14 +357,14 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`], [`Error::InvalidActor`], [`Error::NothingToRaise`], and
-    /// [`Error::UnknownSession`] for an id that is neither recorded nor a spawned id of a
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor), [`InputError::NothingToRaise`](crate::InputError::NothingToRaise), and
+    /// [`Conflict::UnknownSession`](crate::Conflict::UnknownSession) for an id that is neither recorded nor a spawned id of a
     /// recorded session. Nothing is written in any of these cases.
     pub fn raise(&self, id: &str, raise: Raise, actor: &str) -> Result<RaiseOutcome> {
         validate_id(id)?;
         validate_actor(actor)?;
         if raise.taint.is_none() && !raise.untrusted {
-            return Err(Error::NothingToRaise);
+            return Err(Error::Input(InputError::NothingToRaise));
         }
         let requested = Label {
             taint: raise.taint.unwrap_or(Taint::Public),
@@ -376,7 +376,7 @@ impl Ledger {
             let before = match storage::labels::label(tx, id)? {
                 Some(label) => label,
                 None => materialize(tx, id, now)?
-                    .ok_or_else(|| Error::UnknownSession(id.to_owned()))?
+                    .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(id.to_owned())))?
                     .label(),
             };
             let after = before.join(requested);
@@ -408,16 +408,16 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`], [`Error::InvalidActor`], [`Error::UnknownSession`],
-    /// [`Error::SessionEnded`] when it already ended. Nothing is written in these cases.
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor), [`Conflict::UnknownSession`](crate::Conflict::UnknownSession),
+    /// [`Conflict::SessionEnded`](crate::Conflict::SessionEnded) when it already ended. Nothing is written in these cases.
     pub fn end(&self, id: &str, actor: &str) -> Result<Session> {
         validate_id(id)?;
         validate_actor(actor)?;
         self.write(|tx, now| {
             let session = storage::sessions::get(tx, id)?
-                .ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+                .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(id.to_owned())))?;
             if !session.is_live() {
-                return Err(Error::SessionEnded(id.to_owned()));
+                return Err(Error::Conflict(Conflict::SessionEnded(id.to_owned())));
             }
             let ended = storage::sessions::end_with_spawned(tx, id, now)?;
             let rows = ended.iter().map(|e| {
@@ -440,7 +440,7 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`]; [`Error::Storage`].
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Error::Storage`].
     pub fn session(&self, id: &str) -> Result<Option<Session>> {
         validate_id(id)?;
         self.storage.read(|c| storage::sessions::get(c, id))
@@ -450,7 +450,7 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Conflict::UnknownSession`](crate::Conflict::UnknownSession) when `id` is not recorded.
     pub fn ancestors(&self, id: &str) -> Result<Vec<Session>> {
         self.require(id)?;
         self.storage.read(|c| storage::sessions::ancestors(c, id))
@@ -460,7 +460,7 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Conflict::UnknownSession`](crate::Conflict::UnknownSession) when `id` is not recorded.
     pub fn children(&self, id: &str) -> Result<Vec<Session>> {
         self.require(id)?;
         self.storage.read(|c| storage::sessions::children(c, id))
@@ -471,12 +471,12 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Conflict::UnknownSession`](crate::Conflict::UnknownSession) when `id` is not recorded.
     pub fn subtree(&self, id: &str) -> Result<Vec<TreeEntry>> {
         validate_id(id)?;
         let rows = self.storage.read(|c| storage::sessions::subtree(c, id))?;
         if rows.is_empty() {
-            return Err(Error::UnknownSession(id.to_owned()));
+            return Err(Error::Conflict(Conflict::UnknownSession(id.to_owned())));
         }
         Ok(depth_first(rows, &[id.to_owned()], |s| s)
             .into_iter()
@@ -495,7 +495,7 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidId`]; [`Error::UnknownSession`] when `id` is not recorded.
+    /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Conflict::UnknownSession`](crate::Conflict::UnknownSession) when `id` is not recorded.
     ///
     /// # Example
     ///
@@ -528,7 +528,7 @@ impl Ledger {
             Ok((rows, inherited))
         })?;
         if rows.is_empty() {
-            return Err(Error::UnknownSession(id.to_owned()));
+            return Err(Error::Conflict(Conflict::UnknownSession(id.to_owned())));
         }
         tree_nodes(rows, &[id.to_owned()], inherited)
     }
@@ -554,7 +554,7 @@ impl Ledger {
 
     fn require(&self, id: &str) -> Result<Session> {
         self.session(id)?
-            .ok_or_else(|| Error::UnknownSession(id.to_owned()))
+            .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(id.to_owned())))
     }
 }
 
@@ -609,8 +609,11 @@ pub struct Created {
 }
 
 fn fetch(tx: &Transaction<'_>, id: &str) -> Result<Session> {
-    storage::sessions::get(tx, id)?
-        .ok_or_else(|| Error::Corruption(format!("session {id:?} vanished inside its transaction")))
+    storage::sessions::get(tx, id)?.ok_or_else(|| {
+        Error::Corruption(Corruption::new(format!(
+            "session {id:?} vanished inside its transaction"
+        )))
+    })
 }
 
 /// The nearest recorded session on the spawned chain above `id` (excluding `id` itself).
@@ -634,7 +637,10 @@ pub(crate) fn resolve(tx: &Transaction<'_>, id: &str, now: &str) -> Result<Optio
     };
     let chain = spawned_chain(id);
     let top = chain.iter().position(|c| *c == anchor.id).ok_or_else(|| {
-        Error::Corruption(format!("{:?} is not on the chain of {id:?}", anchor.id))
+        Error::Corruption(Corruption::new(format!(
+            "{:?} is not on the chain of {id:?}",
+            anchor.id
+        )))
     })?;
     // A sub-agent lives and dies with the session that spawned it: under an ended anchor, every
     // link recorded now is recorded as ended, so the whole chain shares the anchor's liveness.
@@ -695,9 +701,11 @@ pub(crate) fn materialize(
         (w.session.as_str(), detail.to_string())
     });
     storage::audit::append_all(tx, now, LEDGER_ACTOR, "label.inherit", rows)?;
-    storage::labels::get(tx, id)?
-        .map(Some)
-        .ok_or_else(|| Error::Corruption(format!("{id:?} has no materialized ancestor")))
+    storage::labels::get(tx, id)?.map(Some).ok_or_else(|| {
+        Error::Corruption(Corruption::new(format!(
+            "{id:?} has no materialized ancestor"
+        )))
+    })
 }
 
 /// Rules L2, L3 and P3 without writing, for a read-only handle: the state a first read would
@@ -729,7 +737,10 @@ fn unrecorded_state(
                 Some(p) if anchor.is_live() && p.current => {
                     let chain = spawned_chain(id);
                     let top = chain.iter().position(|c| *c == anchor.id).ok_or_else(|| {
-                        Error::Corruption(format!("{:?} is not on the chain of {id:?}", anchor.id))
+                        Error::Corruption(Corruption::new(format!(
+                            "{:?} is not on the chain of {id:?}",
+                            anchor.id
+                        )))
                     })?;
                     let mut links = p.chain.clone();
                     links.extend(chain[..top].iter().rev().map(|c| (*c).to_owned()));
@@ -748,8 +759,11 @@ fn unrecorded_state(
             (anchor.id.clone(), anchor.is_live(), posture)
         }
     };
-    let (from, label) = storage::labels::inherited(conn, &walk_from)?
-        .ok_or_else(|| Error::Corruption(format!("{id:?} has no materialized ancestor")))?;
+    let (from, label) = storage::labels::inherited(conn, &walk_from)?.ok_or_else(|| {
+        Error::Corruption(Corruption::new(format!(
+            "{id:?} has no materialized ancestor"
+        )))
+    })?;
     let counts = |level| crate::postures::Posture::admits(posture.as_ref(), live, level);
     Ok(SessionState {
         session: id.to_owned(),
@@ -817,7 +831,10 @@ fn tree_nodes(
                     (_, Some(creator)) => shown.get(creator).copied(),
                 };
                 above.ok_or_else(|| {
-                    Error::Corruption(format!("{:?} has no materialized ancestor", row.session.id))
+                    Error::Corruption(Corruption::new(format!(
+                        "{:?} has no materialized ancestor",
+                        row.session.id
+                    )))
                 })?
             }
         };

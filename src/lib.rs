@@ -84,7 +84,10 @@ pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
 pub use config::{Config, Synchronous};
 pub use decisions::{AdmittedPart, Decision, Part, Reason, Verdict};
-pub use error::{Error, IdProblem, Result, StorageError};
+pub use error::{
+    Conflict, Corruption, CreationRefused, EngineError, Error, IdProblem, InputError, Location,
+    Result, StorageError,
+};
 pub use grants::{
     check_pattern_examples, parse_ttl, pattern_matches, test_pattern, validate_pattern,
     validate_scope_name, CommandPattern, PartTest, Pattern, PatternTest, Scope, MAX_PATTERN_LEN,

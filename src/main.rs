@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use session_ledger::{
     Affected, AuditEntry, AuditHead, AuditQuery, CheckReport, Config, Created, Decision, Error,
-    Explanation, Ledger, Materialized, Posture, PostureLevel, PostureSource, Propagation, Raise,
-    Reason, Revocation, Session, SessionState, Taint, TreeNode,
+    Explanation, InputError, Ledger, Materialized, Posture, PostureLevel, PostureSource,
+    Propagation, Raise, Reason, Revocation, Session, SessionState, StorageError, Taint, TreeNode,
 };
 
 /// An embedded ledger of agent sessions: who created whom, and the labels that follow.
@@ -389,7 +389,7 @@ fn one_line(rendered: &str) -> String {
 /// Errors of the command line itself, beside the ledger's.
 #[derive(Debug, thiserror::Error)]
 enum CliError {
-    #[error(transparent)]
+    #[error("{}", with_advice(.0))]
     Ledger(#[from] Error),
     #[error("{0}")]
     Usage(String),
@@ -401,6 +401,16 @@ enum CliError {
     Unverified,
     #[error("the ledger check found problems")]
     CheckFailed,
+}
+
+/// The ledger's message, with what to run about it where this program has a command for that.
+fn with_advice(e: &Error) -> String {
+    let advice = match e {
+        Error::Storage(StorageError::NoLedger(_)) => " (create one with `session-ledger init`)",
+        Error::Input(InputError::InvalidHead(_)) => ", as `session-ledger audit head` prints it",
+        _ => "",
+    };
+    format!("{e}{advice}")
 }
 
 impl CliError {
@@ -430,7 +440,7 @@ impl CliError {
 fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {
     chrono::DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&chrono::Utc))
-        .map_err(|_| Error::InvalidTime(text.to_owned()))
+        .map_err(|_| Error::Input(InputError::InvalidTime(text.to_owned())))
 }
 
 fn print_explanation(out: &mut impl Write, e: &Explanation) -> Result<(), CliError> {
@@ -564,7 +574,9 @@ fn open_for_reading(path: &Path) -> Result<Ledger, Error> {
     match open_existing(path) {
         // Writable by its permissions, but SQLite could not write it (an immutable file, a
         // read-only mount).
-        Err(Error::ReadOnly(_)) => Ledger::open_with(path, cli_config().read_only(true)),
+        Err(Error::Storage(StorageError::ReadOnly(_))) => {
+            Ledger::open_with(path, cli_config().read_only(true))
+        }
         opened => opened,
     }
 }

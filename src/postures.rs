@@ -16,7 +16,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::error::{Error, InputError};
 
 /// A posture level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -106,7 +106,7 @@ pub enum Propagation {
     /// inherited through it.
     Local,
     /// This session and every descendant, created or spawned, at any depth, in one statement.
-    /// With a token from a preview, refuses with [`Error::StalePreview`] if anything in the
+    /// With a token from a preview, refuses with [`Conflict::StalePreview`](crate::Conflict::StalePreview) if anything in the
     /// subtree changed since (rule R2).
     Cascade {
         /// The token of a preview to bind to, if any.
@@ -178,7 +178,7 @@ pub struct EpochStart {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidToken`].
+/// [`InputError::InvalidToken`](crate::InputError::InvalidToken).
 pub fn validate_preview_token(token: &str) -> Result<(), Error> {
     let ok = token.len() == 64
         && token
@@ -187,7 +187,7 @@ pub fn validate_preview_token(token: &str) -> Result<(), Error> {
     if ok {
         Ok(())
     } else {
-        Err(Error::InvalidToken(token.to_owned()))
+        Err(Error::Input(InputError::InvalidToken(token.to_owned())))
     }
 }
 
@@ -196,7 +196,8 @@ impl FromStr for PostureLevel {
 
     /// Parses `trust` or `trust_reads`.
     fn from_str(s: &str) -> Result<PostureLevel, Error> {
-        PostureLevel::from_db(s).ok_or_else(|| Error::InvalidPosture(s.to_owned()))
+        PostureLevel::from_db(s)
+            .ok_or_else(|| Error::Input(InputError::InvalidPosture(s.to_owned())))
     }
 }
 
@@ -208,7 +209,7 @@ mod ops {
         validate_preview_token, Affected, EpochStart, Posture, PostureLevel, Propagation,
         Revocation,
     };
-    use crate::error::{Error, Result};
+    use crate::error::{Conflict, Corruption, Error, Result};
     use crate::ledger::{resolve, Ledger};
     use crate::sessions::{validate_actor, validate_id};
     use crate::storage::{self, postures::Removed, postures::SubtreeRow};
@@ -220,8 +221,8 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`], [`Error::InvalidActor`], [`Error::UnknownSession`],
-        /// [`Error::SessionEnded`]; nothing is written in these cases.
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor), [`Conflict::UnknownSession`](crate::Conflict::UnknownSession),
+        /// [`Conflict::SessionEnded`](crate::Conflict::SessionEnded); nothing is written in these cases.
         ///
         /// # Example
         ///
@@ -240,10 +241,10 @@ mod ops {
             validate_id(id)?;
             validate_actor(actor)?;
             self.write(|tx, now| {
-                let session =
-                    resolve(tx, id, now)?.ok_or_else(|| Error::UnknownSession(id.to_owned()))?;
+                let session = resolve(tx, id, now)?
+                    .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(id.to_owned())))?;
                 if !session.is_live() {
-                    return Err(Error::SessionEnded(id.to_owned()));
+                    return Err(Error::Conflict(Conflict::SessionEnded(id.to_owned())));
                 }
                 let previous = storage::postures::get(tx, id)?;
                 storage::postures::grant(tx, id, level, actor, now)?;
@@ -261,8 +262,9 @@ mod ops {
                         })),
                     }),
                 )?;
-                storage::postures::get(tx, id)?
-                    .ok_or_else(|| Error::Corruption(format!("the grant on {id:?} vanished")))
+                storage::postures::get(tx, id)?.ok_or_else(|| {
+                    Error::Corruption(Corruption::new(format!("the grant on {id:?} vanished")))
+                })
             })
         }
 
@@ -270,7 +272,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`]; [`Error::Storage`].
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Error::Storage`].
         pub fn posture(&self, id: &str) -> Result<Option<Posture>> {
             validate_id(id)?;
             self.storage.read(|c| storage::postures::get(c, id))
@@ -292,7 +294,7 @@ mod ops {
         /// * [`Propagation::Cascade`]: this session and every descendant, created or spawned,
         ///   at any depth, in one statement inside one IMMEDIATE transaction, with a
         ///   `posture.revoke` audit row per session changed. With a preview's token, refuses
-        ///   with [`Error::StalePreview`] when anything in the subtree changed since (R2).
+        ///   with [`Conflict::StalePreview`](crate::Conflict::StalePreview) when anything in the subtree changed since (R2).
         /// * [`Propagation::Preview`]: changes nothing; lists exactly the sessions a cascade
         ///   would change, and a token.
         ///
@@ -300,8 +302,8 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidId`], [`Error::InvalidActor`], [`Error::UnknownSession`],
-        /// [`Error::InvalidToken`], [`Error::StalePreview`]; nothing is written in these cases.
+        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor), [`Conflict::UnknownSession`](crate::Conflict::UnknownSession),
+        /// [`InputError::InvalidToken`](crate::InputError::InvalidToken), [`Conflict::StalePreview`](crate::Conflict::StalePreview); nothing is written in these cases.
         pub fn revoke(
             &self,
             id: &str,
@@ -318,7 +320,7 @@ mod ops {
                     .storage
                     .read(|c| storage::postures::subtree_with_postures(c, id))?;
                 if rows.is_empty() {
-                    return Err(Error::UnknownSession(id.to_owned()));
+                    return Err(Error::Conflict(Conflict::UnknownSession(id.to_owned())));
                 }
                 let token = digest(id, &rows);
                 let mut sessions: Vec<Affected> = rows
@@ -345,7 +347,7 @@ mod ops {
             }
             self.write(|tx, now| {
                 if storage::sessions::get(tx, id)?.is_none() {
-                    return Err(Error::UnknownSession(id.to_owned()));
+                    return Err(Error::Conflict(Conflict::UnknownSession(id.to_owned())));
                 }
                 let removed = match &propagation {
                     Propagation::Local => storage::postures::revoke_one(tx, id)?,
@@ -353,9 +355,9 @@ mod ops {
                         if let Some(token) = token {
                             let rows = storage::postures::subtree_with_postures(tx, id)?;
                             if digest(id, &rows) != *token {
-                                return Err(Error::StalePreview {
+                                return Err(Error::Conflict(Conflict::StalePreview {
                                     root: id.to_owned(),
-                                });
+                                }));
                             }
                         }
                         storage::postures::revoke_subtree(tx, id)?
@@ -383,7 +385,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidActor`]; [`Error::Storage`].
+        /// [`InputError::InvalidActor`](crate::InputError::InvalidActor); [`Error::Storage`].
         pub fn revoke_all(&self, actor: &str) -> Result<Revocation> {
             validate_actor(actor)?;
             self.write(|tx, now| {
@@ -408,7 +410,7 @@ mod ops {
         ///
         /// # Errors
         ///
-        /// [`Error::InvalidActor`]; [`Error::Storage`].
+        /// [`InputError::InvalidActor`](crate::InputError::InvalidActor); [`Error::Storage`].
         pub fn start_epoch(&self, actor: &str) -> Result<EpochStart> {
             validate_actor(actor)?;
             let durable = self.config.durable_postures;

@@ -14,7 +14,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::error::{Error, IdProblem, Result};
+use crate::error::{Error, IdProblem, InputError, Result};
 
 /// The longest session id accepted, in bytes (ids are ASCII).
 pub const MAX_ID_LEN: usize = 128;
@@ -85,7 +85,7 @@ impl Session {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidId`] naming the first problem found.
+/// [`InputError::InvalidId`](crate::InputError::InvalidId) naming the first problem found.
 ///
 /// # Example
 ///
@@ -96,10 +96,10 @@ impl Session {
 /// ```
 pub fn validate_id(id: &str) -> Result<()> {
     id_problem(id).map_or(Ok(()), |problem| {
-        Err(Error::InvalidId {
+        Err(Error::Input(InputError::InvalidId {
             id: id.to_owned(),
             problem,
-        })
+        }))
     })
 }
 
@@ -127,10 +127,10 @@ fn id_problem(id: &str) -> Option<IdProblem> {
 pub(crate) fn validate_new_id(id: &str) -> Result<()> {
     validate_id(id)?;
     if spawned_parent(id).is_some() {
-        return Err(Error::InvalidId {
+        return Err(Error::Input(InputError::InvalidId {
             id: id.to_owned(),
             problem: IdProblem::ReservedSpawnedForm,
-        });
+        }));
     }
     Ok(())
 }
@@ -140,7 +140,7 @@ pub(crate) fn validate_new_id(id: &str) -> Result<()> {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidActor`].
+/// [`InputError::InvalidActor`](crate::InputError::InvalidActor).
 pub fn validate_actor(actor: &str) -> Result<()> {
     let ok = !actor.is_empty()
         && actor.len() <= MAX_ACTOR_LEN
@@ -150,7 +150,7 @@ pub fn validate_actor(actor: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::InvalidActor(actor.to_owned()))
+        Err(Error::Input(InputError::InvalidActor(actor.to_owned())))
     }
 }
 

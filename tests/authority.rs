@@ -9,8 +9,8 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use common::{Fixture, TestResult};
 use session_ledger::{
-    AuditQuery, Config, Error, ManualClock, PostureLevel, PostureSource, Propagation, Reason,
-    Taint, Verdict,
+    AuditQuery, Config, Conflict, Error, InputError, ManualClock, PostureLevel, PostureSource,
+    Propagation, Reason, Taint, Verdict,
 };
 
 fn approves(f: &Fixture, id: &str, command: &str, read_only: bool) -> bool {
@@ -206,7 +206,7 @@ fn an_expired_scope_admits_nothing_and_a_revoked_one_neither() -> TestResult {
     assert!(!trusted(&f, "s"), "expired at exactly its expiry");
     assert!(matches!(
         f.ledger.revoke_scope("s", "window", "op"),
-        Err(Error::UnknownScope { .. })
+        Err(Error::Conflict(Conflict::UnknownScope { .. }))
     ));
     f.ledger
         .grant_scope("s", "again", Duration::from_secs(60), "op")?;
@@ -388,7 +388,9 @@ fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed()
         Propagation::Cascade { token: Some(token) },
         "op",
     );
-    assert!(matches!(stale, Err(Error::StalePreview { ref root }) if root == "conductor"));
+    assert!(
+        matches!(stale, Err(Error::Conflict(Conflict::StalePreview { ref root })) if root == "conductor")
+    );
     assert!(trusted(&f, "w1"));
 
     // A fresh preview's token applies, and changes exactly what it listed.
@@ -409,7 +411,10 @@ fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed()
         },
         "op",
     );
-    assert!(matches!(malformed, Err(Error::InvalidToken(_))));
+    assert!(matches!(
+        malformed,
+        Err(Error::Input(InputError::InvalidToken(_)))
+    ));
     Ok(())
 }
 
@@ -428,7 +433,10 @@ fn a_preview_token_is_refused_after_a_posture_change_alone() -> TestResult {
         },
         "op",
     );
-    assert!(matches!(stale, Err(Error::StalePreview { .. })));
+    assert!(matches!(
+        stale,
+        Err(Error::Conflict(Conflict::StalePreview { .. }))
+    ));
     assert!(trusted(&f, "w1"));
     Ok(())
 }
@@ -598,53 +606,53 @@ fn grants_on_unknown_or_ended_sessions_and_bad_grants_are_refused_and_change_not
     let before = f.snapshot();
     assert!(matches!(
         f.ledger.grant("nobody", PostureLevel::Trust, "op"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     assert!(matches!(
         f.ledger.grant("gone", PostureLevel::Trust, "op"),
-        Err(Error::SessionEnded(_))
+        Err(Error::Conflict(Conflict::SessionEnded(_)))
     ));
     assert!(matches!(
         f.ledger.add_pattern("gone", "ls", "op"),
-        Err(Error::SessionEnded(_))
+        Err(Error::Conflict(Conflict::SessionEnded(_)))
     ));
     assert!(matches!(
         f.ledger.add_pattern("root", "", "op"),
-        Err(Error::InvalidPattern { .. })
+        Err(Error::Input(InputError::InvalidPattern { .. }))
     ));
     assert!(matches!(
         f.ledger.add_pattern("root", "a\0b", "op"),
-        Err(Error::InvalidPattern { .. })
+        Err(Error::Input(InputError::InvalidPattern { .. }))
     ));
     assert!(matches!(
         f.ledger.remove_pattern("root", "ls", "op"),
-        Err(Error::UnknownPattern { .. })
+        Err(Error::Conflict(Conflict::UnknownPattern { .. }))
     ));
     assert!(matches!(
         f.ledger
             .grant_scope("root", "bad name", Duration::from_secs(60), "op"),
-        Err(Error::InvalidScopeName(_))
+        Err(Error::Input(InputError::InvalidScopeName(_)))
     ));
     assert!(matches!(
         f.ledger.grant_scope("root", "ok", Duration::ZERO, "op"),
-        Err(Error::InvalidTtl(_))
+        Err(Error::Input(InputError::InvalidTtl(_)))
     ));
     assert!(matches!(
         f.ledger
             .grant_scope("gone", "ok", Duration::from_secs(60), "op"),
-        Err(Error::SessionEnded(_))
+        Err(Error::Conflict(Conflict::SessionEnded(_)))
     ));
     assert!(matches!(
         f.ledger.revoke("nobody", cascade(), "op"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     assert!(matches!(
         f.ledger.revoke("nobody", Propagation::Preview, "op"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     assert!(matches!(
         f.ledger.decide("root", "", false),
-        Err(Error::EmptyCommand)
+        Err(Error::Input(InputError::EmptyCommand))
     ));
     assert_eq!(f.snapshot(), before);
     Ok(())
@@ -701,19 +709,19 @@ fn removing_a_grant_from_an_unknown_session_names_the_session() -> TestResult {
     f.build("root > a");
     assert!(matches!(
         f.ledger.remove_pattern("nobody", "ls", "op"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     assert!(matches!(
         f.ledger.revoke_scope("nobody", "x", "op"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     assert!(matches!(
         f.ledger.patterns("nobody"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     assert!(matches!(
         f.ledger.scopes("nobody"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     Ok(())
 }

@@ -42,7 +42,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use session_ledger::{AuditHead, Ledger, PostureLevel, Propagation, Raise, Taint};
+use session_ledger::{
+    AuditHead, Conflict, CreationRefused, Ledger, PostureLevel, Propagation, Raise, Taint,
+};
 
 const TEST_NAME: &str = "every_reported_commit_survives_a_sigkill_and_the_ledger_reopens_intact";
 const CHILD_ENV: &str = "SESSION_LEDGER_CRASH_CHILD";
@@ -289,13 +291,13 @@ mod child {
                         u8::from(created.inherited_trust_reads)
                     ));
                 }
-                Err(Error::SessionEnded(ended)) => {
+                Err(Error::Conflict(Conflict::SessionEnded(ended))) => {
                     self.ended(&ended);
                     return None;
                 }
-                Err(Error::DepthLimit { .. }) => "depth_limit",
-                Err(Error::ChildLimit { .. }) => "child_limit",
-                Err(Error::RateLimit { .. }) => "rate_limit",
+                Err(Error::Refused(CreationRefused::DepthLimit { .. })) => "depth_limit",
+                Err(Error::Refused(CreationRefused::ChildLimit { .. })) => "child_limit",
+                Err(Error::Refused(CreationRefused::RateLimit { .. })) => "rate_limit",
                 Err(e) => panic!("child: create_child({id}, {creator}): {e}"),
             };
             Some(format!("refused {id} {creator} {reason}"))
@@ -313,7 +315,7 @@ mod child {
                     self.learn(ledger, &id);
                     Some(format!("grant {id} {level}"))
                 }
-                Err(Error::SessionEnded(ended)) => {
+                Err(Error::Conflict(Conflict::SessionEnded(ended))) => {
                     self.ended(&ended);
                     None
                 }
@@ -361,7 +363,7 @@ mod child {
             let p = self.rng.below(PATTERNS.len() as u64) as usize;
             match ledger.add_pattern(&live, PATTERNS[p], ACTOR) {
                 Ok(added) => Some(format!("pattern {live} {p} {}", u8::from(added))),
-                Err(Error::SessionEnded(ended)) => {
+                Err(Error::Conflict(Conflict::SessionEnded(ended))) => {
                     self.ended(&ended);
                     None
                 }
@@ -402,7 +404,7 @@ mod child {
                     self.ended(&live);
                     Some(format!("end {live}"))
                 }
-                Err(Error::SessionEnded(ended)) => {
+                Err(Error::Conflict(Conflict::SessionEnded(ended))) => {
                     self.ended(&ended);
                     None
                 }

@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Fixture, TestResult};
-use session_ledger::{Config, Error, PostureLevel, Propagation, Raise, Taint};
+use session_ledger::{Config, CreationRefused, Error, PostureLevel, Propagation, Raise, Taint};
 
 /// Where the fault strikes.
 #[derive(Clone, Copy, Debug)]
@@ -225,7 +225,10 @@ fn a_refusal_whose_audit_row_fails_records_nothing() {
         .ledger
         .create_child("w4", "conductor", "op")
         .expect_err("refused");
-    assert!(matches!(err, Error::ChildLimit { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Refused(CreationRefused::ChildLimit { .. })),
+        "{err}"
+    );
 }
 
 #[test]

@@ -10,7 +10,9 @@ use std::os::unix::ffi::OsStringExt;
 use std::process::Command;
 
 use common::{Fixture, TestResult};
-use session_ledger::{Config, Error, IdProblem, Ledger, MAX_ID_LEN};
+use session_ledger::{
+    Config, CreationRefused, Error, IdProblem, InputError, Ledger, StorageError, MAX_ID_LEN,
+};
 
 fn cli(db: &std::path::Path, args: &[OsString]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_session-ledger"))
@@ -58,7 +60,10 @@ fn ids_with_control_characters_or_nul_are_refused_everywhere() -> TestResult {
             f.ledger.decide(id, "ls", true).map(|_| ()),
             f.ledger.explain(id).map(|_| ()),
         ] {
-            assert!(matches!(r, Err(Error::InvalidId { .. })), "{id:?}: {r:?}");
+            assert!(
+                matches!(r, Err(Error::Input(InputError::InvalidId { .. }))),
+                "{id:?}: {r:?}"
+            );
         }
     }
     assert_eq!(f.snapshot(), before);
@@ -74,15 +79,15 @@ fn ids_at_the_length_limit_work_and_one_past_it_is_refused() -> TestResult {
     assert!(f.ledger.state(&at)?.known);
     assert!(matches!(
         f.ledger.create_root(&past, "op"),
-        Err(Error::InvalidId {
+        Err(Error::Input(InputError::InvalidId {
             problem: IdProblem::TooLong,
             ..
-        })
+        }))
     ));
     let huge = "a".repeat(1 << 20);
     assert!(matches!(
         f.ledger.state(&huge),
-        Err(Error::InvalidId { .. })
+        Err(Error::Input(InputError::InvalidId { .. }))
     ));
     Ok(())
 }
@@ -103,7 +108,7 @@ fn the_deepest_spawned_id_that_fits_is_recorded_link_by_link() -> TestResult {
     let deeper = format!("sub-{id}-1");
     assert!(matches!(
         f.ledger.state(&deeper),
-        Err(Error::InvalidId { .. })
+        Err(Error::Input(InputError::InvalidId { .. }))
     ));
     Ok(())
 }
@@ -118,11 +123,11 @@ fn a_tree_at_the_depth_bound_takes_no_deeper_child() -> TestResult {
     }
     assert!(matches!(
         f.ledger.create_child("d6", "d5", "op"),
-        Err(Error::DepthLimit {
+        Err(Error::Refused(CreationRefused::DepthLimit {
             depth: 6,
             max: 5,
             ..
-        })
+        }))
     ));
     // The deepest session still reads, and its spawned children are still recorded.
     assert!(f.ledger.state("d5")?.known);
@@ -182,7 +187,10 @@ fn a_file_too_short_to_be_a_database_is_refused_and_left_as_it_is() -> TestResul
     for content in [&b"x"[..], b"0123456789abcde"] {
         fs::write(&path, content)?;
         let err = Ledger::open(&path).expect_err("not a ledger");
-        assert!(matches!(err, Error::NotALedger(_)), "{content:?}: {err:?}");
+        assert!(
+            matches!(err, Error::Storage(StorageError::NotALedger(_))),
+            "{content:?}: {err:?}"
+        );
         assert_eq!(fs::read(&path)?, content, "the file is left as it is");
         let (code, _, stderr) = cli(&path, &["state".into(), "x".into()]);
         assert_eq!(code, Some(1), "{stderr}");
@@ -219,7 +227,9 @@ fn a_truncated_ledger_gives_a_clear_error_and_is_left_as_it_is() -> TestResult {
                 assert!(
                     matches!(
                         e,
-                        Error::NotALedger(_) | Error::Storage(_) | Error::Corruption(_)
+                        Error::Storage(StorageError::NotALedger(_))
+                            | Error::Storage(_)
+                            | Error::Corruption(_)
                     ),
                     "{keep}: {e:?}"
                 );
@@ -271,7 +281,10 @@ fn settings_the_pool_or_sqlite_cannot_take_are_an_error_and_create_no_file() -> 
     let too_patient = Config::default().busy_timeout(std::time::Duration::from_secs(30 * 86_400));
     for config in [no_pool, too_patient] {
         let err = Ledger::open_with(&path, config).expect_err("refused");
-        assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+        assert!(
+            matches!(err, Error::Input(InputError::InvalidConfig(_))),
+            "{err}"
+        );
         assert!(err.is_caller_error(), "{err}");
         assert!(!path.exists(), "{err}: a file was created");
     }

@@ -5,7 +5,7 @@ mod common;
 use std::sync::{Arc, Barrier};
 
 use common::{Fixture, TestResult};
-use session_ledger::{AuditQuery, Error, Label, Materialized, Raise, Taint};
+use session_ledger::{AuditQuery, Conflict, Error, InputError, Label, Materialized, Raise, Taint};
 
 const SECRET_UNTRUSTED: Label = Label {
     taint: Taint::Secret,
@@ -314,14 +314,17 @@ fn raising_an_unknown_id_is_refused_and_writes_nothing() -> TestResult {
         )
         .expect_err("unknown");
     assert!(
-        matches!(err, Error::UnknownSession(ref id) if id == "stranger"),
+        matches!(err, Error::Conflict(Conflict::UnknownSession(ref id)) if id == "stranger"),
         "{err}"
     );
     let err = f
         .ledger
         .raise("a", Raise::default(), "test")
         .expect_err("nothing to raise");
-    assert!(matches!(err, Error::NothingToRaise), "{err}");
+    assert!(
+        matches!(err, Error::Input(InputError::NothingToRaise)),
+        "{err}"
+    );
     assert_eq!(f.snapshot(), before);
     Ok(())
 }

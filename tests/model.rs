@@ -40,8 +40,9 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{TestCaseError, TestRunner};
 use session_ledger::{
-    Affected, Config, Error, IdProblem, Label, Ledger, ManualClock, Materialized, Origin, Posture,
-    PostureLevel, PostureSource, Propagation, Reason, Revocation, Synchronous, Taint, Verdict,
+    Affected, Config, Conflict, CreationRefused, Error, IdProblem, InputError, Label, Ledger,
+    ManualClock, Materialized, Origin, Posture, PostureLevel, PostureSource, Propagation, Reason,
+    Revocation, Synchronous, Taint, Verdict,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -247,30 +248,38 @@ impl Want {
     fn matches(&self, e: &Error) -> bool {
         match self {
             Want::InvalidId(id, p) => {
-                matches!(e, Error::InvalidId { id: i, problem } if i == id && problem == p)
+                matches!(e, Error::Input(InputError::InvalidId { id: i, problem }) if i == id && problem == p)
             }
-            Want::UnknownSession(id) => matches!(e, Error::UnknownSession(i) if i == id),
-            Want::SessionEnded(id) => matches!(e, Error::SessionEnded(i) if i == id),
-            Want::SessionExists(id) => matches!(e, Error::SessionExists(i) if i == id),
+            Want::UnknownSession(id) => {
+                matches!(e, Error::Conflict(Conflict::UnknownSession(i)) if i == id)
+            }
+            Want::SessionEnded(id) => {
+                matches!(e, Error::Conflict(Conflict::SessionEnded(i)) if i == id)
+            }
+            Want::SessionExists(id) => {
+                matches!(e, Error::Conflict(Conflict::SessionExists(i)) if i == id)
+            }
             Want::DepthLimit { child, depth } => matches!(e,
-                Error::DepthLimit { child: c, depth: d, max }
+                Error::Refused(CreationRefused::DepthLimit { child: c, depth: d, max })
                     if c == child && d == depth && *max == MAX_DEPTH),
             Want::ChildLimit { creator, live } => matches!(e,
-                Error::ChildLimit { creator: c, live: l, max }
+                Error::Refused(CreationRefused::ChildLimit { creator: c, live: l, max })
                     if c == creator && l == live && *max == MAX_LIVE),
             Want::RateLimit { creator, count } => matches!(e,
-                Error::RateLimit { creator: c, count: n, max, window_secs }
+                Error::Refused(CreationRefused::RateLimit { creator: c, count: n, max, window_secs })
                     if c == creator && n == count && *max == RATE_MAX
                         && *window_secs == RATE_WINDOW_SECS as u64),
-            Want::NothingToRaise => matches!(e, Error::NothingToRaise),
+            Want::NothingToRaise => matches!(e, Error::Input(InputError::NothingToRaise)),
             Want::UnknownPattern(s) => {
-                matches!(e, Error::UnknownPattern { session, .. } if session == s)
+                matches!(e, Error::Conflict(Conflict::UnknownPattern { session, .. }) if session == s)
             }
             Want::UnknownScope(s) => {
-                matches!(e, Error::UnknownScope { session, .. } if session == s)
+                matches!(e, Error::Conflict(Conflict::UnknownScope { session, .. }) if session == s)
             }
-            Want::InvalidToken => matches!(e, Error::InvalidToken(_)),
-            Want::StalePreview(root) => matches!(e, Error::StalePreview { root: r } if r == root),
+            Want::InvalidToken => matches!(e, Error::Input(InputError::InvalidToken(_))),
+            Want::StalePreview(root) => {
+                matches!(e, Error::Conflict(Conflict::StalePreview { root: r }) if r == root)
+            }
         }
     }
 }

@@ -10,7 +10,8 @@ mod common;
 use common::cli::{ok, ok_json, refused_unchanged, TestResult};
 use proptest::prelude::*;
 use session_ledger::{
-    parse_command_line, test_pattern, Construct, Decision, Error, Ledger, Pattern, Reason, Verdict,
+    parse_command_line, test_pattern, Construct, Decision, Error, InputError, Ledger, Pattern,
+    Reason, Verdict,
 };
 
 /// The patterns an operator would ordinarily give a session that runs tests.
@@ -335,7 +336,7 @@ fn every_hostile_line_asks_against_ordinary_patterns() -> TestResult {
     for line in hostile_lines() {
         match f.ledger.decide(s, &line, false) {
             Ok(decision) => asks_with_a_reason(&decision, &line),
-            Err(Error::EmptyCommand) => assert!(line.is_empty()),
+            Err(Error::Input(InputError::EmptyCommand)) => assert!(line.is_empty()),
             Err(e) => return Err(e.into()),
         }
         for pattern in ORDINARY_PATTERNS {
@@ -480,7 +481,7 @@ fn test_pattern_shows_each_part_and_the_construct_that_stops_a_line() -> TestRes
     );
     assert!(matches!(
         test_pattern("npm test; rm", "npm test"),
-        Err(Error::InvalidPattern { .. })
+        Err(Error::Input(InputError::InvalidPattern { .. }))
     ));
     Ok(())
 }

@@ -24,8 +24,8 @@ use std::sync::{Arc, OnceLock};
 use common::cli::{dump, ok, ok_json, TestResult, BIN};
 use serde_json::Value;
 use session_ledger::{
-    Config, Error, Ledger, ManualClock, Materialized, PostureLevel, Propagation, Raise,
-    SessionState, Taint,
+    Config, Error, InputError, Ledger, Location, ManualClock, Materialized, PostureLevel,
+    Propagation, Raise, SessionState, StorageError, Taint,
 };
 
 /// The unprivileged user the commands run as when the tests run as root.
@@ -624,7 +624,9 @@ fn every_write_on_a_read_only_handle_fails_as_read_only_and_writes_nothing() -> 
     ];
     for (what, outcome) in refusals {
         match outcome {
-            Err(Error::ReadOnly(p)) => assert_eq!(p, path, "{what}"),
+            Err(Error::Storage(StorageError::ReadOnly(Location::File(p)))) => {
+                assert_eq!(p, path, "{what}")
+            }
             other => panic!("{what} on a read-only handle: {other:?}"),
         }
     }
@@ -645,25 +647,37 @@ fn a_read_only_open_refuses_what_it_cannot_read_as_a_ledger_of_this_version() ->
 
     let missing = dir.path().join("missing.db");
     let err = Ledger::open_with(&missing, read_only()).expect_err("missing");
-    assert!(matches!(err, Error::NoLedger(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NoLedger(_))),
+        "{err}"
+    );
     assert!(!missing.exists(), "a read-only open created the file");
 
     let empty = dir.path().join("empty.db");
     fs::write(&empty, b"")?;
     let err = Ledger::open_with(&empty, read_only()).expect_err("an empty file");
-    assert!(matches!(err, Error::NotALedger(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NotALedger(_))),
+        "{err}"
+    );
     assert_eq!(fs::read(&empty)?, b"");
 
     let blank = dir.path().join("blank.db");
     rusqlite::Connection::open(&blank)?
         .execute_batch("CREATE TABLE scratch (x); DROP TABLE scratch;")?;
     let err = Ledger::open_with(&blank, read_only()).expect_err("an empty database");
-    assert!(matches!(err, Error::NotALedger(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NotALedger(_))),
+        "{err}"
+    );
 
     let other = dir.path().join("other.db");
     rusqlite::Connection::open(&other)?.execute_batch("CREATE TABLE notes (body TEXT);")?;
     let err = Ledger::open_with(&other, read_only()).expect_err("someone else's database");
-    assert!(matches!(err, Error::NotALedger(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NotALedger(_))),
+        "{err}"
+    );
 
     let newer = dir.path().join("newer.db");
     drop(Ledger::open(&newer)?);
@@ -674,7 +688,10 @@ fn a_read_only_open_refuses_what_it_cannot_read_as_a_ledger_of_this_version() ->
     )?;
     let err = Ledger::open_with(&newer, read_only()).expect_err("a newer schema");
     assert!(
-        matches!(err, Error::SchemaTooNew { found: 999, .. }),
+        matches!(
+            err,
+            Error::Storage(StorageError::SchemaTooNew { found: 999, .. })
+        ),
         "{err}"
     );
 
@@ -688,7 +705,10 @@ fn a_read_only_open_refuses_what_it_cannot_read_as_a_ledger_of_this_version() ->
     let bytes = fs::read(&older)?;
     let err = Ledger::open_with(&older, read_only()).expect_err("an older schema");
     let message = err.to_string();
-    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+    assert!(
+        matches!(err, Error::Input(InputError::InvalidConfig(_))),
+        "{err}"
+    );
     assert!(
         message.contains(&format!("schema version {}", version - 1))
             && message.contains("older")

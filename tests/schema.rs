@@ -6,7 +6,7 @@ mod common;
 use std::fs;
 
 use common::{raw, Fixture, TestResult};
-use session_ledger::{Config, Error, Ledger};
+use session_ledger::{Config, Error, Ledger, StorageError};
 
 #[test]
 fn audit_rows_cannot_be_updated_or_deleted() -> TestResult {
@@ -163,7 +163,7 @@ fn a_database_with_a_newer_schema_is_refused_and_left_untouched() -> TestResult 
     let bytes = fs::read(&path)?;
     let err = Ledger::open(&path).expect_err("newer schema");
     assert!(
-        matches!(err, Error::SchemaTooNew { found: 999, supported } if supported == session_ledger::schema_version()),
+        matches!(err, Error::Storage(StorageError::SchemaTooNew { found: 999, supported }) if supported == session_ledger::schema_version()),
         "{err}"
     );
     assert!(err.to_string().contains("newer"), "{err}");
@@ -197,7 +197,10 @@ fn a_refused_ledger_gets_no_kept_wal_file_beside_it() -> TestResult {
     assert_eq!(listing()?, ["ledger.db"]);
     // The default keeps the WAL file, but only for a file it has accepted.
     let err = Ledger::open(&path).expect_err("newer schema");
-    assert!(matches!(err, Error::SchemaTooNew { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::SchemaTooNew { .. })),
+        "{err}"
+    );
     assert_eq!(
         listing()?,
         ["ledger.db"],
@@ -216,7 +219,10 @@ fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
         .collect();
     fs::write(&garbage, &noise)?;
     let err = Ledger::open(&garbage).expect_err("garbage");
-    assert!(matches!(err, Error::NotALedger(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NotALedger(_))),
+        "{err}"
+    );
     assert_eq!(fs::read(&garbage)?, noise);
 
     let other = dir.path().join("other.db");
@@ -226,7 +232,10 @@ fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
     }
     let bytes = fs::read(&other)?;
     let err = Ledger::open(&other).expect_err("someone else's database");
-    assert!(matches!(err, Error::NotALedger(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NotALedger(_))),
+        "{err}"
+    );
     assert_eq!(fs::read(&other)?, bytes);
 
     let tagged = dir.path().join("tagged.db");
@@ -235,7 +244,10 @@ fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
         conn.pragma_update(None, "application_id", 42)?;
     }
     let bytes = fs::read(&tagged)?;
-    assert!(matches!(Ledger::open(&tagged), Err(Error::NotALedger(_))));
+    assert!(matches!(
+        Ledger::open(&tagged),
+        Err(Error::Storage(StorageError::NotALedger(_)))
+    ));
     assert_eq!(fs::read(&tagged)?, bytes);
     Ok(())
 }
@@ -246,7 +258,10 @@ fn a_missing_file_is_not_created_unless_asked() -> TestResult {
     let path = dir.path().join("absent.db");
     let err = Ledger::open_with(&path, Config::default().create_if_missing(false))
         .expect_err("no ledger");
-    assert!(matches!(err, Error::NoLedger(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NoLedger(_))),
+        "{err}"
+    );
     assert!(!path.exists());
     Ok(())
 }
@@ -305,7 +320,10 @@ fn a_read_only_ledger_is_refused_with_its_own_error() -> TestResult {
         return Ok(());
     };
     let err = Ledger::open(&path).expect_err("read-only");
-    assert!(matches!(err, Error::ReadOnly(_)), "{err}");
+    assert!(
+        matches!(err, Error::Storage(StorageError::ReadOnly(_))),
+        "{err}"
+    );
     assert_eq!(fs::read(&path)?, bytes);
     Ok(())
 }

@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use common::{Fixture, TestResult};
-use session_ledger::{AuditQuery, Config, Error, IdProblem, ManualClock, Origin, Raise, Taint};
+use session_ledger::{
+    AuditQuery, Config, Conflict, CreationRefused, Error, IdProblem, InputError, ManualClock,
+    Origin, Raise, Taint,
+};
 
 fn problem(result: Result<impl std::fmt::Debug, Error>) -> IdProblem {
     match result {
-        Err(Error::InvalidId { problem, .. }) => problem,
+        Err(Error::Input(InputError::InvalidId { problem, .. })) => problem,
         other => panic!("expected InvalidId, got {other:?}"),
     }
 }
@@ -99,7 +102,7 @@ fn actor_names_are_validated() -> TestResult {
         assert!(
             matches!(
                 f.ledger.create_root("r", actor),
-                Err(Error::InvalidActor(_))
+                Err(Error::Input(InputError::InvalidActor(_)))
             ),
             "{actor:?}"
         );
@@ -117,13 +120,13 @@ fn an_id_that_exists_or_existed_cannot_be_created_again() -> TestResult {
     let before = f.snapshot();
     for id in ["root", "a", "b"] {
         assert!(
-            matches!(f.ledger.create_root(id, "test"), Err(Error::SessionExists(ref x)) if x == id),
+            matches!(f.ledger.create_root(id, "test"), Err(Error::Conflict(Conflict::SessionExists(ref x))) if x == id),
             "{id}"
         );
         assert!(
             matches!(
                 f.ledger.create_child(id, "root", "test"),
-                Err(Error::SessionExists(_))
+                Err(Error::Conflict(Conflict::SessionExists(_)))
             ),
             "{id}"
         );
@@ -145,11 +148,11 @@ fn an_ended_session_stays_as_a_tombstone() -> TestResult {
     assert_eq!(f.ledger.children("root")?.len(), 1);
     assert!(matches!(
         f.ledger.end("a", "test"),
-        Err(Error::SessionEnded(_))
+        Err(Error::Conflict(Conflict::SessionEnded(_)))
     ));
     assert!(matches!(
         f.ledger.end("nobody", "test"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     Ok(())
 }
@@ -162,16 +165,16 @@ fn an_unknown_or_ended_creator_cannot_create_and_nothing_is_written() -> TestRes
     let before = f.snapshot();
     assert!(matches!(
         f.ledger.create_child("x", "nobody", "test"),
-        Err(Error::UnknownSession(ref c)) if c == "nobody"
+        Err(Error::Conflict(Conflict::UnknownSession(ref c))) if c == "nobody"
     ));
     assert!(matches!(
         f.ledger.create_child("x", "a", "test"),
-        Err(Error::SessionEnded(ref c)) if c == "a"
+        Err(Error::Conflict(Conflict::SessionEnded(ref c))) if c == "a"
     ));
     // A spawned id of an unknown session is unknown too, and is not recorded on the way.
     assert!(matches!(
         f.ledger.create_child("x", "sub-nobody-1", "test"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     assert_eq!(f.snapshot(), before);
     Ok(())
@@ -219,7 +222,7 @@ fn the_depth_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_
         .create_child("c", "b", "test")
         .expect_err("too deep");
     assert!(
-        matches!(err, Error::DepthLimit { ref child, depth: 3, max: 2 } if child == "c"),
+        matches!(err, Error::Refused(CreationRefused::DepthLimit { ref child, depth: 3, max: 2 }) if child == "c"),
         "{err}"
     );
     assert!(err.is_refusal());
@@ -242,7 +245,7 @@ fn the_live_children_bound_refuses_with_its_own_error_and_an_audit_row_and_nothi
         .create_child("c", "root", "test")
         .expect_err("too many");
     assert!(
-        matches!(err, Error::ChildLimit { ref creator, live: 2, max: 2 } if creator == "root"),
+        matches!(err, Error::Refused(CreationRefused::ChildLimit { ref creator, live: 2, max: 2 }) if creator == "root"),
         "{err}"
     );
     assert_eq!(f.count("sessions"), sessions);
@@ -278,12 +281,12 @@ fn the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_p
     assert!(
         matches!(
             err,
-            Error::RateLimit {
+            Error::Refused(CreationRefused::RateLimit {
                 count: 3,
                 max: 3,
                 window_secs: 60,
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -415,7 +418,7 @@ fn ancestors_children_and_the_subtree_follow_created_by() -> TestResult {
     assert_eq!(forest[8], ("x".to_owned(), 1));
     assert!(matches!(
         f.ledger.subtree("nobody"),
-        Err(Error::UnknownSession(_))
+        Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     Ok(())
 }
@@ -431,7 +434,7 @@ fn a_spawned_id_under_an_ended_session_cannot_create_and_is_not_recorded_by_tryi
         .create_child("kid", "sub-gone-1", "test")
         .expect_err("a sub-agent of an ended session");
     assert!(
-        matches!(err, Error::SessionEnded(ref id) if id == "sub-gone-1"),
+        matches!(err, Error::Conflict(Conflict::SessionEnded(ref id)) if id == "sub-gone-1"),
         "{err}"
     );
     assert_eq!(f.snapshot(), before);
@@ -481,7 +484,13 @@ fn a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal() -> T
         .ledger
         .create_child("kid", "sub-r-1", "test")
         .expect_err("too deep");
-    assert!(matches!(err, Error::DepthLimit { depth: 2, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Refused(CreationRefused::DepthLimit { depth: 2, .. })
+        ),
+        "{err}"
+    );
     assert_eq!(f.count("sessions"), before);
     let kinds: Vec<_> = f
         .ledger

@@ -5,7 +5,9 @@ mod common;
 
 use common::cli::ok_unchanged;
 use common::{Fixture, TestResult};
-use session_ledger::{Error, PostureLevel, PostureSource, Propagation, Raise, Taint};
+use session_ledger::{
+    Conflict, Error, InputError, PostureLevel, PostureSource, Propagation, Raise, Taint,
+};
 
 /// Each node as `id depth taint untrusted materialized trust trust_reads source`.
 fn view(f: &Fixture, id: &str) -> Result<Vec<String>, Error> {
@@ -127,11 +129,11 @@ fn a_tree_of_an_unknown_session_is_refused() -> TestResult {
     let f = Fixture::new();
     assert!(matches!(
         f.ledger.tree("nobody"),
-        Err(Error::UnknownSession(id)) if id == "nobody"
+        Err(Error::Conflict(Conflict::UnknownSession(id))) if id == "nobody"
     ));
     assert!(matches!(
         f.ledger.tree("bad id"),
-        Err(Error::InvalidId { .. })
+        Err(Error::Input(InputError::InvalidId { .. }))
     ));
     Ok(())
 }

@@ -18,8 +18,8 @@ use std::time::Duration;
 use session_ledger::{
     parse_command_line, parse_ttl, pattern_matches, spawned_chain, spawned_parent, validate_actor,
     validate_id, validate_pattern, validate_preview_token, validate_scope_name, AuditHead, Error,
-    Pattern, PostureLevel, Taint, MAX_ACTOR_LEN, MAX_ID_LEN, MAX_PATTERN_LEN, MAX_SCOPE_NAME_LEN,
-    MAX_TTL,
+    InputError, Pattern, PostureLevel, Taint, MAX_ACTOR_LEN, MAX_ID_LEN, MAX_PATTERN_LEN,
+    MAX_SCOPE_NAME_LEN, MAX_TTL,
 };
 
 /// What a check returns: `Err` names the input and the property that failed.
@@ -157,7 +157,7 @@ fn check_id(s: &str) -> Outcome {
                 format!("validate_id rejected the valid id {s:?}: {error}")
             })?;
             ensure(
-                matches!(&error, Error::InvalidId { id, .. } if id == s),
+                matches!(&error, Error::Input(InputError::InvalidId { id, .. }) if id == s),
                 || format!("validate_id({s:?}) failed with {error:?}, not InvalidId naming the id"),
             )?;
         }
@@ -285,9 +285,14 @@ fn check_ttl(s: &str) -> Outcome {
         }
         Err(error) => {
             let _ = render(&error);
-            ensure(matches!(&error, Error::InvalidTtl(t) if t == s), || {
-                format!("parse_ttl({s:?}) failed with {error:?}, not InvalidTtl naming the text")
-            })?;
+            ensure(
+                matches!(&error, Error::Input(InputError::InvalidTtl(t)) if t == s),
+                || {
+                    format!(
+                        "parse_ttl({s:?}) failed with {error:?}, not InvalidTtl naming the text"
+                    )
+                },
+            )?;
             // Without leading zeros a number of seconds in range has at most 8 digits, so no
             // length cap excuses a refusal. (Zero-padded forms may be refused: see README.)
             let canonical = form.is_some_and(|(digits, _)| !digits.starts_with('0'));
@@ -318,9 +323,10 @@ fn check_words(s: &str) -> Outcome {
             ensure(!taint_words.contains(&s), || {
                 format!("Taint rejected {s:?}: {error}")
             })?;
-            ensure(matches!(&error, Error::InvalidTaint(t) if t == s), || {
-                format!("Taint {s:?} failed with {error:?}, not InvalidTaint naming the text")
-            })?;
+            ensure(
+                matches!(&error, Error::Input(InputError::InvalidTaint(t)) if t == s),
+                || format!("Taint {s:?} failed with {error:?}, not InvalidTaint naming the text"),
+            )?;
         }
     }
 
@@ -339,11 +345,14 @@ fn check_words(s: &str) -> Outcome {
             ensure(!posture_words.contains(&s), || {
                 format!("PostureLevel rejected {s:?}: {error}")
             })?;
-            ensure(matches!(&error, Error::InvalidPosture(t) if t == s), || {
-                format!(
+            ensure(
+                matches!(&error, Error::Input(InputError::InvalidPosture(t)) if t == s),
+                || {
+                    format!(
                     "PostureLevel {s:?} failed with {error:?}, not InvalidPosture naming the text"
                 )
-            })
+                },
+            )
         }
     }
 }
@@ -379,9 +388,14 @@ fn check_head(s: &str, data: &[u8]) -> Outcome {
             ensure(!is_head_text(s), || {
                 format!("AuditHead rejected {s:?}: {error}")
             })?;
-            ensure(matches!(&error, Error::InvalidHead(t) if t == s), || {
-                format!("AuditHead {s:?} failed with {error:?}, not InvalidHead naming the text")
-            })?;
+            ensure(
+                matches!(&error, Error::Input(InputError::InvalidHead(t)) if t == s),
+                || {
+                    format!(
+                        "AuditHead {s:?} failed with {error:?}, not InvalidHead naming the text"
+                    )
+                },
+            )?;
         }
     }
 
@@ -419,12 +433,15 @@ fn check_token(s: &str) -> Outcome {
             ensure(!is_token(s), || {
                 format!("validate_preview_token rejected {s:?}: {error}")
             })?;
-            ensure(matches!(&error, Error::InvalidToken(t) if t == s), || {
-                format!(
+            ensure(
+                matches!(&error, Error::Input(InputError::InvalidToken(t)) if t == s),
+                || {
+                    format!(
                     "validate_preview_token({s:?}) failed with {error:?}, not InvalidToken naming \
                      the text"
                 )
-            })
+                },
+            )
         }
     }
 }
@@ -440,11 +457,14 @@ fn check_actor(s: &str) -> Outcome {
             ensure(!expected, || {
                 format!("validate_actor rejected {s:?}: {error}")
             })?;
-            ensure(matches!(&error, Error::InvalidActor(t) if t == s), || {
-                format!(
+            ensure(
+                matches!(&error, Error::Input(InputError::InvalidActor(t)) if t == s),
+                || {
+                    format!(
                     "validate_actor({s:?}) failed with {error:?}, not InvalidActor naming the text"
                 )
-            })
+                },
+            )
         }
     }
 }
@@ -461,7 +481,7 @@ fn check_scope_name(s: &str) -> Outcome {
                 format!("validate_scope_name rejected {s:?}: {error}")
             })?;
             ensure(
-                matches!(&error, Error::InvalidScopeName(t) if t == s),
+                matches!(&error, Error::Input(InputError::InvalidScopeName(t)) if t == s),
                 || {
                     format!(
                         "validate_scope_name({s:?}) failed with {error:?}, not InvalidScopeName \
@@ -491,7 +511,7 @@ fn check_pattern_validation(s: &str) -> Outcome {
                 format!("validate_pattern rejected plain words {s:?}: {error}")
             })?;
             ensure(
-                matches!(&error, Error::InvalidPattern { pattern, .. } if pattern == s),
+                matches!(&error, Error::Input(InputError::InvalidPattern { pattern, .. }) if pattern == s),
                 || {
                     format!(
                         "validate_pattern({s:?}) failed with {error:?}, not InvalidPattern naming \

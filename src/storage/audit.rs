@@ -8,7 +8,7 @@ use crate::audit::{
     chain_hash, AuditEntry, AuditHead, AuditQuery, ChainProblem, Verification, GENESIS_HASH,
 };
 use crate::clock::format_ts;
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::postures::Posture;
 
 /// The newest row's seq and hash. `max(seq)` of an `INTEGER PRIMARY KEY` is one descent of the
@@ -203,11 +203,11 @@ fn ordered_from(conn: &Connection) -> Result<i64> {
     stmt.query_row([], |row| row.get(0))
         .optional()?
         .ok_or_else(|| {
-            Error::Corruption(
+            Error::Corruption(Corruption::new(
                 "audit_time_order has lost its row (a hand edit): the ledger cannot tell \
                  which part of the audit trail is in time order"
                     .to_owned(),
-            )
+            ))
         })
 }
 
@@ -321,9 +321,9 @@ fn list_range(
     for row in rows {
         let (seq, at, actor, kind, session, detail, prev_hash, hash) = row?;
         let detail = serde_json::from_str(&detail).map_err(|e| {
-            Error::Corruption(format!(
+            Error::Corruption(Corruption::new(format!(
                 "audit row {seq} has a detail that is not JSON: {e}"
-            ))
+            )))
         })?;
         entries.push(AuditEntry {
             seq,

@@ -56,7 +56,10 @@ pub(crate) fn patterns(conn: &Connection, id: &str) -> Result<Vec<CommandPattern
             refused: crate::grants::validate_pattern(&pattern)
                 .err()
                 .map(|e| match e {
-                    crate::error::Error::InvalidPattern { problem, .. } => problem,
+                    crate::error::Error::Input(crate::error::InputError::InvalidPattern {
+                        problem,
+                        ..
+                    }) => problem,
                     other => other.to_string(),
                 }),
         });

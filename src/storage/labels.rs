@@ -5,7 +5,7 @@ use rusqlite::{named_params, Connection, OptionalExtension, Transaction};
 
 use super::postures::posture_columns;
 use super::{opt_ts, ts};
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::labels::{Label, Materialized, SessionState, Taint};
 use crate::postures::{Posture, PostureLevel};
 
@@ -52,9 +52,9 @@ pub(crate) fn get(conn: &Connection, id: &str) -> Result<Option<SessionState>> {
         ("born", None) => Materialized::Born,
         ("inherited", Some(from)) => Materialized::Inherited { from },
         (how, _) => {
-            return Err(Error::Corruption(format!(
+            return Err(Error::Corruption(Corruption::new(format!(
                 "label of {id:?} was materialized {how:?}"
-            )))
+            ))))
         }
     };
     let posture = posture
@@ -96,9 +96,11 @@ pub(crate) fn label(conn: &Connection, id: &str) -> Result<Option<Label>> {
 }
 
 pub(crate) fn parse_taint(id: &str, taint: &str) -> Result<Taint> {
-    taint
-        .parse()
-        .map_err(|_| Error::Corruption(format!("label of {id:?} has taint {taint:?}")))
+    taint.parse().map_err(|_| {
+        Error::Corruption(Corruption::new(format!(
+            "label of {id:?} has taint {taint:?}"
+        )))
+    })
 }
 
 /// Writes a root's label at birth: the default, private and trusted.
@@ -243,7 +245,9 @@ pub(crate) fn raise(tx: &Transaction<'_>, id: &str, label: Label, now: &str) -> 
         ":now": now,
     })?;
     if changed != 1 {
-        return Err(Error::Corruption(format!("no label to raise for {id:?}")));
+        return Err(Error::Corruption(Corruption::new(format!(
+            "no label to raise for {id:?}"
+        ))));
     }
     Ok(())
 }

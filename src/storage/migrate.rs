@@ -14,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::{classify, APPLICATION_ID};
 use crate::check::{BrokenReference, CheckReport};
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Location, Result, StorageError};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -68,17 +68,19 @@ pub(crate) fn check(conn: &Connection, path: &Path) -> Result<Found> {
             .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
             .map_err(|e| classify(e, path))?;
         if app_id != 0 || objects != 0 {
-            return Err(Error::NotALedger(path.to_path_buf()));
+            return Err(Error::Storage(StorageError::NotALedger(Location::File(
+                path.to_path_buf(),
+            ))));
         }
         return Ok(Found::Empty);
     }
     let version = applied_version(conn)?;
     let supported = supported_version();
     if version > supported {
-        return Err(Error::SchemaTooNew {
+        return Err(Error::Storage(StorageError::SchemaTooNew {
             found: version,
             supported,
-        });
+        }));
     }
     Ok(Found::Ledger { version })
 }
@@ -123,11 +125,11 @@ pub(crate) fn run(conn: &mut Connection, path: &Path) -> Result<()> {
         let broken = broken_references(&tx)?;
         if !broken.is_empty() {
             let rows: u64 = broken.iter().map(|b| b.rows).sum();
-            return Err(Error::Corruption(format!(
+            return Err(Error::Corruption(Corruption::new(format!(
                 "{rows} rows in {} reference rows that do not exist (`PRAGMA foreign_key_check` \
                  in the sqlite3 shell lists them); the ledger was not upgraded",
                 path.display()
-            )));
+            ))));
         }
     }
     let app_id: i32 = tx.pragma_query_value(None, "application_id", |row| row.get(0))?;

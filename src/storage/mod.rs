@@ -22,7 +22,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::config::{Config, Synchronous};
-use crate::error::{Error, Result};
+use crate::error::{Corruption, EngineError, Error, InputError, Location, Result, StorageError};
 
 /// `PRAGMA journal_size_limit`, in bytes: see [`configure`].
 const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
@@ -114,17 +114,17 @@ fn open_flags(read_only: bool, create: bool) -> OpenFlags {
 /// rusqlite panic on them.
 fn check_config(config: &Config) -> Result<()> {
     if config.pool_size == 0 {
-        return Err(Error::InvalidConfig(
+        return Err(Error::Input(InputError::InvalidConfig(
             "pool_size must be at least 1".to_owned(),
-        ));
+        )));
     }
     // SQLite takes the busy timeout in milliseconds as a C int.
     if config.busy_timeout.as_millis() > i32::MAX as u128 {
-        return Err(Error::InvalidConfig(format!(
+        return Err(Error::Input(InputError::InvalidConfig(format!(
             "busy_timeout must be at most {} ms (about 24.8 days), not {:?}",
             i32::MAX,
             config.busy_timeout
-        )));
+        ))));
     }
     Ok(())
 }
@@ -151,7 +151,9 @@ fn refuse_what_is_no_database(path: &Path, may_create: bool) -> Result<()> {
     if acceptable {
         Ok(())
     } else {
-        Err(Error::NotALedger(path.to_path_buf()))
+        Err(Error::Storage(StorageError::NotALedger(Location::File(
+            path.to_path_buf(),
+        ))))
     }
 }
 
@@ -284,7 +286,7 @@ impl Storage {
         }
         let path = path.to_path_buf();
         if !config.create_if_missing && !path.exists() {
-            return Err(Error::NoLedger(path));
+            return Err(Error::Storage(StorageError::NoLedger(Location::File(path))));
         }
         refuse_what_is_no_database(&path, config.create_if_missing)?;
         let file = literal_path(&path);
@@ -293,7 +295,7 @@ impl Storage {
                 .map_err(|e| classify(e, &path))?;
         configure(&conn, config).map_err(|e| classify(e, &path))?;
         if conn.is_readonly(rusqlite::MAIN_DB)? {
-            return Err(Error::ReadOnly(path));
+            return Err(Error::Storage(StorageError::ReadOnly(Location::File(path))));
         }
         // Everything up to here has only read the file. Refuse a foreign or newer file before
         // the first write (switching to WAL rewrites the header).
@@ -303,15 +305,15 @@ impl Storage {
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(|e| classify(e, &path))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(Error::Corruption(format!(
+            return Err(Error::Corruption(Corruption::new(format!(
                 "could not switch {} to WAL mode (it stayed in {mode} mode)",
                 path.display()
-            )));
+            ))));
         }
         if !found.is_current() {
             migrate::run(&mut conn, &path).map_err(|e| match e {
-                Error::Storage(s) if s.sqlite_code() == Some(rusqlite::ErrorCode::ReadOnly) => {
-                    Error::ReadOnly(path.clone())
+                e if sqlite_code(&e) == Some(rusqlite::ErrorCode::ReadOnly) => {
+                    Error::Storage(StorageError::ReadOnly(Location::File(path.clone())))
                 }
                 other => other,
             })?;
@@ -333,7 +335,7 @@ impl Storage {
     fn open_read_only(path: &Path, config: &Config) -> Result<Storage> {
         let path = path.to_path_buf();
         if !path.exists() {
-            return Err(Error::NoLedger(path));
+            return Err(Error::Storage(StorageError::NoLedger(Location::File(path))));
         }
         refuse_what_is_no_database(&path, false)?;
         let file = literal_path(&path);
@@ -342,15 +344,19 @@ impl Storage {
         configure(&conn, config).map_err(failure)?;
         let found = migrate::check(&conn, &path).map_err(|e| read_only_failure(e, &path))?;
         match found {
-            migrate::Found::Empty => return Err(Error::NotALedger(path)),
+            migrate::Found::Empty => {
+                return Err(Error::Storage(StorageError::NotALedger(Location::File(
+                    path,
+                ))))
+            }
             migrate::Found::Ledger { version } if version != supported_version() => {
-                return Err(Error::InvalidConfig(format!(
+                return Err(Error::Input(InputError::InvalidConfig(format!(
                     "read_only: the ledger at {} is at schema version {version}, older than the \
                      {} this build reads, and a read-only open does not upgrade it; open it once \
-                     with write access (for example `session-ledger init`) to upgrade it",
+                     with write access to upgrade it",
                     path.display(),
                     supported_version()
-                )));
+                ))));
             }
             migrate::Found::Ledger { .. } => {}
         }
@@ -436,11 +442,13 @@ impl Storage {
     }
 
     /// Runs `f` inside a `BEGIN IMMEDIATE` transaction and commits when it returns `Ok`; an
-    /// `Err` rolls everything back. On a read-only handle, fails with [`Error::ReadOnly`]
+    /// `Err` rolls everything back. On a read-only handle, fails with [`StorageError::ReadOnly`](crate::StorageError::ReadOnly)
     /// before taking a connection.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         if self.read_only {
-            return Err(Error::ReadOnly(self.path.clone()));
+            return Err(Error::Storage(StorageError::ReadOnly(Location::File(
+                self.path.clone(),
+            ))));
         }
         let mut conn = self.pool.get()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -483,8 +491,12 @@ pub(crate) fn release(tx: &Transaction<'_>, name: &str) -> Result<()> {
 /// Turns the errors that mean "this is not a ledger" or "read-only" into their own variants.
 fn classify(e: rusqlite::Error, path: &Path) -> Error {
     match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::NotADatabase) => Error::NotALedger(path.to_path_buf()),
-        Some(rusqlite::ErrorCode::ReadOnly) => Error::ReadOnly(path.to_path_buf()),
+        Some(rusqlite::ErrorCode::NotADatabase) => {
+            Error::Storage(StorageError::NotALedger(Location::File(path.to_path_buf())))
+        }
+        Some(rusqlite::ErrorCode::ReadOnly) => {
+            Error::Storage(StorageError::ReadOnly(Location::File(path.to_path_buf())))
+        }
         _ => Error::from(e),
     }
 }
@@ -496,12 +508,11 @@ fn classify(e: rusqlite::Error, path: &Path) -> Error {
 /// closes; a ledger last closed by an older writer may lack them.
 fn read_only_failure(e: Error, path: &Path) -> Error {
     let cannot_open = match &e {
-        Error::ReadOnly(_) => true,
-        Error::Storage(s) => matches!(
-            s.sqlite_code(),
+        Error::Storage(StorageError::ReadOnly(_)) => true,
+        e => matches!(
+            sqlite_code(e),
             Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
         ),
-        _ => false,
     };
     let beside = |suffix: &str| {
         let mut name = path.as_os_str().to_owned();
@@ -522,8 +533,7 @@ fn read_only_failure(e: Error, path: &Path) -> Error {
         format!(
             "cannot open the ledger at {} for reading: {} missing, and a reader who may not \
              write its folder cannot create {}; a writer leaves both files in place when it \
-             closes, so open the ledger once with write access (for example \
-             `session-ledger init`) and read it again",
+             closes, so open the ledger once with write access and read it again",
             path.display(),
             if names.len() == 1 {
                 format!("{} is", names[0])
@@ -537,8 +547,11 @@ fn read_only_failure(e: Error, path: &Path) -> Error {
 
 /// Maps a row's text timestamp, failing with [`Error::Corruption`] on a malformed one.
 pub(crate) fn ts(column: &str, value: &str) -> Result<chrono::DateTime<chrono::Utc>> {
-    crate::clock::parse_ts(value)
-        .ok_or_else(|| Error::Corruption(format!("malformed time {value:?} in {column}")))
+    crate::clock::parse_ts(value).ok_or_else(|| {
+        Error::Corruption(Corruption::new(format!(
+            "malformed time {value:?} in {column}"
+        )))
+    })
 }
 
 /// Like [`ts`] for a nullable column.
@@ -547,6 +560,39 @@ pub(crate) fn opt_ts(
     value: Option<String>,
 ) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
     value.map(|v| ts(column, &v)).transpose()
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        let busy = matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        );
+        EngineError::new("sqlite", busy, e).into()
+    }
+}
+
+impl From<r2d2::Error> for Error {
+    fn from(e: r2d2::Error) -> Self {
+        EngineError::new("connection pool", false, e).into()
+    }
+}
+
+impl From<refinery::Error> for Error {
+    fn from(e: refinery::Error) -> Self {
+        EngineError::new("migration", false, e).into()
+    }
+}
+
+/// The SQLite result code of a storage error, when it has one.
+pub(crate) fn sqlite_code(e: &Error) -> Option<rusqlite::ErrorCode> {
+    match e {
+        Error::Storage(StorageError::Engine(engine)) => engine
+            .inner()
+            .downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error_code),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -4,14 +4,14 @@ use rusqlite::{named_params, Connection, OptionalExtension, Row, Transaction};
 
 use super::sessions::subtree_walk;
 use super::ts;
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::postures::{Affected, Posture, PostureLevel, PostureSource};
 
 /// The current epoch: the highest.
 pub(crate) fn current_epoch(conn: &Connection) -> Result<i64> {
     let mut stmt = conn.prepare_cached("SELECT max(epoch) FROM epochs")?;
     let epoch: Option<i64> = stmt.query_row([], |row| row.get(0))?;
-    epoch.ok_or_else(|| Error::Corruption("the epochs table is empty".into()))
+    epoch.ok_or_else(|| Error::Corruption(Corruption::new("the epochs table is empty")))
 }
 
 /// The posture columns of `postures AS p` that [`RawPosture::from_row`] reads, in its order. A
@@ -59,7 +59,12 @@ impl RawPosture {
     }
 
     pub(crate) fn into_posture(self) -> Result<Posture> {
-        let bad = |what: &str| Error::Corruption(format!("posture of {:?}: {what}", self.session));
+        let bad = |what: &str| {
+            Error::Corruption(Corruption::new(format!(
+                "posture of {:?}: {what}",
+                self.session
+            )))
+        };
         let level = PostureLevel::from_db(&self.level).ok_or_else(|| bad("unknown level"))?;
         let source = match self.source.as_str() {
             "granted" => PostureSource::Granted,
@@ -155,8 +160,9 @@ pub(crate) fn inherit(
         .optional()?;
     level
         .map(|l| {
-            PostureLevel::from_db(&l)
-                .ok_or_else(|| Error::Corruption(format!("posture {l:?} of {creator:?}")))
+            PostureLevel::from_db(&l).ok_or_else(|| {
+                Error::Corruption(Corruption::new(format!("posture {l:?} of {creator:?}")))
+            })
         })
         .transpose()
 }
@@ -181,8 +187,9 @@ fn removed(row: &Row<'_>) -> rusqlite::Result<(String, String, String, String, i
 
 fn into_removed(raw: (String, String, String, String, i64, bool)) -> Result<Removed> {
     let (id, level, source, granted_on, depth, current) = raw;
-    let posture = PostureLevel::from_db(&level)
-        .ok_or_else(|| Error::Corruption(format!("posture {level:?} of {id:?}")))?;
+    let posture = PostureLevel::from_db(&level).ok_or_else(|| {
+        Error::Corruption(Corruption::new(format!("posture {level:?} of {id:?}")))
+    })?;
     let source = if source == "granted" {
         "granted"
     } else {
@@ -303,8 +310,9 @@ pub(crate) fn subtree_with_postures(conn: &Connection, root: &str) -> Result<Vec
     for row in rows {
         let (id, created_by, depth, ended_at, posture) = row?;
         out.push(SubtreeRow {
-            depth: u32::try_from(depth)
-                .map_err(|_| Error::Corruption(format!("session {id:?} has depth {depth}")))?,
+            depth: u32::try_from(depth).map_err(|_| {
+                Error::Corruption(Corruption::new(format!("session {id:?} has depth {depth}")))
+            })?,
             id,
             created_by,
             ended_at,
@@ -343,8 +351,9 @@ pub(crate) fn inherited_through(conn: &Connection, root: &str) -> Result<Vec<Aff
     for row in rows {
         let (id, level, depth, current) = row?;
         out.push(Affected {
-            posture: PostureLevel::from_db(&level)
-                .ok_or_else(|| Error::Corruption(format!("posture {level:?} of {id:?}")))?,
+            posture: PostureLevel::from_db(&level).ok_or_else(|| {
+                Error::Corruption(Corruption::new(format!("posture {level:?} of {id:?}")))
+            })?,
             id,
             depth: u32::try_from(depth).unwrap_or(u32::MAX),
             granted_directly: false,

@@ -5,7 +5,7 @@ use rusqlite::{named_params, Connection, OptionalExtension, Row, Transaction};
 use super::labels::parse_taint;
 use super::postures::{posture_columns, RawPosture};
 use super::{opt_ts, ts};
-use crate::error::{Error, Result};
+use crate::error::{Corruption, Error, Result};
 use crate::labels::Label;
 use crate::postures::Posture;
 use crate::sessions::{Origin, Session};
@@ -42,13 +42,16 @@ impl RawSession {
 
     fn into_session(self) -> Result<Session> {
         let origin = Origin::from_db(&self.origin).ok_or_else(|| {
-            Error::Corruption(format!(
+            Error::Corruption(Corruption::new(format!(
                 "session {:?} has origin {:?}",
                 self.id, self.origin
-            ))
+            )))
         })?;
         let depth = u32::try_from(self.depth).map_err(|_| {
-            Error::Corruption(format!("session {:?} has depth {}", self.id, self.depth))
+            Error::Corruption(Corruption::new(format!(
+                "session {:?} has depth {}",
+                self.id, self.depth
+            )))
         })?;
         Ok(Session {
             created_at: ts("sessions.created_at", &self.created_at)?,
