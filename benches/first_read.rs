@@ -20,7 +20,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
-use session_ledger::{AuditQuery, Ledger, Raise, Taint};
+use session_ledger::{AuditKind, AuditQuery, Ledger, Raise, Taint};
 
 const DEPTHS: [usize; 3] = [1, 8, 64];
 const CHAINS_PER_ROOT: usize = 256;
@@ -79,7 +79,7 @@ fn first_read(c: &mut Criterion) {
     // The measured call is a first read that inherits the whole path.
     let inherits = || {
         ledger
-            .audit(&AuditQuery::all().kind("label.inherit"))
+            .audit(&AuditQuery::all().kind(AuditKind::LabelInherit))
             .unwrap()
             .len()
     };

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Mutex;
 
-use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
+use chrono::{DateTime, DurationRound, NaiveDateTime, TimeDelta, Utc};
 
 /// A source of the current time. The ledger reads it once per operation, inside the
 /// operation's transaction.
@@ -60,6 +60,12 @@ impl Clock for ManualClock {
 }
 
 const FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.3fZ";
+
+/// `t` at the stored precision, whole milliseconds, so that a value built from it equals what a
+/// later read of the stored time returns.
+pub(crate) fn stored_precision(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.duration_trunc(TimeDelta::milliseconds(1)).unwrap_or(t)
+}
 
 /// Formats a time the way the ledger stores it: `YYYY-MM-DDTHH:MM:SS.sssZ`.
 pub fn format_ts(t: DateTime<Utc>) -> String {

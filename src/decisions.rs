@@ -1,18 +1,29 @@
-//! Decisions: "may this session run this command now?" (rule A2).
+//! Decisions and explanations (rule A2): "may this session run this command now?", and "why
+//! does it hold what it holds?".
 //!
 //! One call, on every tool approval, answers approve or ask, with the reason: full trust,
 //! read-only trust for a read-only command, command patterns that admit every simple command of
 //! the line, a live override scope, or nothing. An inherited posture's reason carries the chain
 //! back to the operator's grant; a pattern approval names the pattern that admitted each part,
-//! and an ask names the part no pattern admitted or the construct no pattern ever admits.
+//! and an ask names the part no pattern admitted or the construct no pattern ever admits. An
+//! explanation gathers a session's label, posture, grants and audit rows in one snapshot.
+//!
+//! This module only reads: it owns no table, and calls the concepts whose rows it explains.
 
 use std::ops::Range;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::commands::Refusal;
-use crate::postures::Posture;
+use crate::audit::{self, AuditQuery};
+use crate::commands::{parse_command_line, Refusal};
+use crate::error::Result;
+use crate::grants::{self, CommandPattern};
+use crate::labels::{self, SessionState};
+use crate::model::{AuditEntry, Id, Label, Posture, PostureLevel, Scope, Session};
+use crate::patterns::cached_pattern;
+use crate::sessions;
+use crate::storage::Read;
 
 /// One simple command of a command line: its text and where it is in the line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -110,155 +121,147 @@ pub struct Decision {
     pub reason: Reason,
 }
 
-mod ops {
-    use super::{AdmittedPart, Decision, Part, Reason, Verdict};
-    use crate::commands::parse_command_line;
-    use crate::error::{Error, InputError, Result};
-    use crate::grants::cached_pattern;
-    use crate::ledger::{materialize, spawn_anchor, Ledger};
-    use crate::postures::PostureLevel;
-    use crate::sessions::validate_id;
-    use crate::storage;
-
-    impl Ledger {
-        /// May `id` run `command` now? Approve or ask, with the reason (rule A2).
-        ///
-        /// In order: an ended or unknown session asks; `trust` approves; `trust_reads`
-        /// approves a command the caller classified as read-only; command patterns approve a line
-        /// that parses into simple commands of plain words joined by `;`, newline, `&&`, `||`
-        /// or `|` when each of them is admitted by some pattern of this session (a pattern that
-        /// this build refuses admits nothing); a live override scope,
-        /// checked against the clock now, approves; otherwise ask. Postures of an earlier
-        /// epoch do not count.
-        ///
-        /// Indexed lookups only and no write, with one exception: a spawned id of a recorded
-        /// session seen for the first time is allocated (rule P3) before deciding.
-        ///
-        /// # Errors
-        ///
-        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::EmptyCommand`](crate::InputError::EmptyCommand); [`Error::Storage`].
-        ///
-        /// # Example
-        ///
-        /// ```
-        /// # fn main() -> Result<(), session_ledger::Error> {
-        /// # let dir = tempfile::tempdir().unwrap();
-        /// use session_ledger::{Ledger, PostureLevel, Verdict};
-        /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
-        /// ledger.create_root("conductor", "alice")?;
-        /// ledger.grant("conductor", PostureLevel::TrustReads, "alice")?;
-        /// assert_eq!(ledger.decide("conductor", "ls -la", true)?.verdict, Verdict::Approve);
-        /// assert_eq!(ledger.decide("conductor", "rm -rf build", false)?.verdict, Verdict::Ask);
-        /// # Ok(()) }
-        /// ```
-        pub fn decide(&self, id: &str, command: &str, read_only: bool) -> Result<Decision> {
-            validate_id(id)?;
-            if command.is_empty() {
-                return Err(Error::Input(InputError::EmptyCommand));
-            }
-            let decide = |c: &rusqlite::Connection| -> Result<Option<Decision>> {
-                let Some((ended, posture)) = storage::postures::decision_facts(c, id)? else {
-                    return Ok(None);
-                };
-                let decision = |verdict, reason| Decision {
-                    session: id.to_owned(),
-                    verdict,
-                    reason,
-                };
-                if ended {
-                    return Ok(Some(decision(Verdict::Ask, Reason::SessionEnded)));
-                }
-                let posture = match posture {
-                    Some(p) if p.current && p.level == PostureLevel::Trust => {
-                        let reason = Reason::Trust { posture: p };
-                        return Ok(Some(decision(Verdict::Approve, reason)));
-                    }
-                    Some(p) if p.current && p.level == PostureLevel::TrustReads && read_only => {
-                        let reason = Reason::TrustReads { posture: p };
-                        return Ok(Some(decision(Verdict::Approve, reason)));
-                    }
-                    other => other,
-                };
-                let current = posture.as_ref().filter(|p| p.current);
-                let stored = storage::grants::pattern_texts(c, id)?;
-                let (mut unadmitted, mut refused) = (None, None);
-                if !stored.is_empty() {
-                    let patterns: Vec<_> = stored
-                        .into_iter()
-                        .filter_map(|(text, by)| cached_pattern(&text).map(|p| (p, by)))
-                        .collect();
-                    match parse_command_line(command) {
-                        Err(refusal) => refused = Some(refusal),
-                        Ok(commands) => {
-                            let mut parts = Vec::with_capacity(commands.len());
-                            for simple in commands {
-                                let part = Part {
-                                    text: command[simple.range.clone()].to_owned(),
-                                    range: simple.range,
-                                };
-                                match patterns.iter().find(|(p, _)| p.admits(&simple.words)) {
-                                    Some((p, by)) => parts.push(AdmittedPart {
-                                        part,
-                                        pattern: p.text().to_owned(),
-                                        added_by: by.clone(),
-                                    }),
-                                    None => {
-                                        unadmitted = Some(part);
-                                        break;
-                                    }
-                                }
-                            }
-                            if unadmitted.is_none() {
-                                if let Some(first) = parts.first() {
-                                    let reason = Reason::Pattern {
-                                        pattern: first.pattern.clone(),
-                                        added_by: first.added_by.clone(),
-                                        parts,
-                                    };
-                                    return Ok(Some(decision(Verdict::Approve, reason)));
-                                }
-                            }
+/// May `id` run `command` now? The decision for a recorded session, in the order the rules
+/// take: an ended session asks; `trust` approves; `trust_reads` approves a command the caller
+/// classified as read-only; command patterns approve a line whose every simple command one of
+/// them admits; a live scope, checked against `now`, approves; otherwise ask. `None` when `id`
+/// is not recorded. Indexed lookups only; nothing written.
+pub(crate) fn decide(
+    r: &mut dyn Read,
+    id: Id<'_>,
+    command: &str,
+    read_only: bool,
+    now: DateTime<Utc>,
+) -> Result<Option<Decision>> {
+    let Some(facts) = r.decision_facts(id)? else {
+        return Ok(None);
+    };
+    let decision = |verdict, reason| Decision {
+        session: id.as_str().to_owned(),
+        verdict,
+        reason,
+    };
+    if facts.ended {
+        return Ok(Some(decision(Verdict::Ask, Reason::SessionEnded)));
+    }
+    let posture = match facts.posture {
+        Some(p) if p.current && p.level == PostureLevel::Trust => {
+            return Ok(Some(decision(
+                Verdict::Approve,
+                Reason::Trust { posture: p },
+            )));
+        }
+        Some(p) if p.current && p.level == PostureLevel::TrustReads && read_only => {
+            return Ok(Some(decision(
+                Verdict::Approve,
+                Reason::TrustReads { posture: p },
+            )));
+        }
+        other => other,
+    };
+    let (mut unadmitted, mut refused) = (None, None);
+    let mut stored = r.patterns(id)?;
+    if !stored.is_empty() {
+        // The first pattern in text order that admits a part is the one named for it.
+        stored.sort_by(|a, b| a.pattern.cmp(&b.pattern));
+        let patterns: Vec<_> = stored
+            .into_iter()
+            .filter_map(|row| cached_pattern(&row.pattern).map(|p| (p, row.added_by)))
+            .collect();
+        match parse_command_line(command) {
+            Err(refusal) => refused = Some(refusal),
+            Ok(commands) => {
+                let mut parts = Vec::with_capacity(commands.len());
+                for simple in commands {
+                    let part = Part {
+                        text: command[simple.range.clone()].to_owned(),
+                        range: simple.range,
+                    };
+                    match patterns.iter().find(|(p, _)| p.admits(&simple.words)) {
+                        Some((p, by)) => parts.push(AdmittedPart {
+                            part,
+                            pattern: p.text().to_owned(),
+                            added_by: by.clone(),
+                        }),
+                        None => {
+                            unadmitted = Some(part);
+                            break;
                         }
                     }
                 }
-                if let Some((scope, granted_by, expires_at)) =
-                    storage::grants::live_scope(c, id, &self.now())?
-                {
-                    let expires_at = storage::ts("override_scopes.expires_at", &expires_at)?;
-                    return Ok(Some(decision(
-                        Verdict::Approve,
-                        Reason::Scope {
-                            scope,
-                            granted_by,
-                            expires_at,
-                        },
-                    )));
-                }
-                Ok(Some(decision(
-                    Verdict::Ask,
-                    Reason::Nothing {
-                        reads_only: current.is_some_and(|p| p.level == PostureLevel::TrustReads),
-                        lapsed_epoch: posture.filter(|p| !p.current).map(|p| p.epoch),
-                        unadmitted,
-                        refused,
-                    },
-                )))
-            };
-            if let Some(decision) = self.storage.read(decide)? {
-                return Ok(decision);
-            }
-            // First sight of a spawned id: its allocation (rule P3), then the decision.
-            if self.storage.read(|c| spawn_anchor(c, id))?.is_some() {
-                self.write(|tx, now| materialize(tx, id, now))?;
-                if let Some(decision) = self.storage.read(decide)? {
-                    return Ok(decision);
+                if let (None, Some(first)) = (&unadmitted, parts.first()) {
+                    let reason = Reason::Pattern {
+                        pattern: first.pattern.clone(),
+                        added_by: first.added_by.clone(),
+                        parts,
+                    };
+                    return Ok(Some(decision(Verdict::Approve, reason)));
                 }
             }
-            Ok(Decision {
-                session: id.to_owned(),
-                verdict: Verdict::Ask,
-                reason: Reason::UnknownSession,
-            })
         }
     }
+    if let Some(scope) = r.live_scope(id, now)? {
+        let reason = Reason::Scope {
+            scope: scope.name,
+            granted_by: scope.granted_by,
+            expires_at: scope.expires_at,
+        };
+        return Ok(Some(decision(Verdict::Approve, reason)));
+    }
+    let current = posture.as_ref().filter(|p| p.current);
+    Ok(Some(decision(
+        Verdict::Ask,
+        Reason::Nothing {
+            reads_only: current.is_some_and(|p| p.level == PostureLevel::TrustReads),
+            lapsed_epoch: posture.filter(|p| !p.current).map(|p| p.epoch),
+            unadmitted,
+            refused,
+        },
+    )))
+}
+
+/// Why a session holds what it holds: its label's provenance, its posture's chain back to the
+/// operator's grant, its grants, and the audit rows that did it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// The session.
+    pub session: Session,
+    /// Its label and posture now (read without materializing: `materialized` is `None` while
+    /// the session has no label of its own yet).
+    pub state: SessionState,
+    /// The audit row of the operator's grant its posture traces back to, if it holds one.
+    pub grant: Option<AuditEntry>,
+    /// Its command patterns.
+    pub patterns: Vec<CommandPattern>,
+    /// Its override scopes that are live now.
+    pub live_scopes: Vec<Scope>,
+    /// Every audit row about the session, oldest first.
+    pub audit: Vec<AuditEntry>,
+}
+
+/// Why `id` holds what it holds, at `now`. Reads only: an unmaterialized session is explained
+/// as it stands, with the default label and its own posture. Run it inside one read
+/// transaction, so that the parts agree with each other.
+pub(crate) fn explain(r: &mut dyn Read, id: Id<'_>, now: DateTime<Utc>) -> Result<Explanation> {
+    let session = sessions::require(r, id)?;
+    let state = match labels::stored_state(r, id)? {
+        Some(state) => state,
+        None => SessionState::recorded(id, Label::default(), session.is_live(), r.posture(id)?),
+    };
+    let grant = match &state.posture {
+        Some(p) => audit::grant_row(r, p)?,
+        None => None,
+    };
+    let live_scopes = grants::scopes(r, id)?
+        .into_iter()
+        .filter(|s| s.is_live_at(now))
+        .collect();
+    Ok(Explanation {
+        patterns: grants::patterns(r, id)?,
+        live_scopes,
+        audit: audit::list(r, &AuditQuery::all().session(id.as_str()))?,
+        session,
+        state,
+        grant,
+    })
 }

@@ -13,7 +13,7 @@
 //! * **lineage**: ancestors, children and subtrees, including *spawned* sub-agents
 //!   (`sub-<parent>-<n>`) that the ledger never saw being made.
 //! * **postures** (authority): `trust` or `trust_reads`, copied to a child inside the
-//!   transaction that allocates it, and revoked with an explicit propagation: `Local`,
+//!   transaction that allocates it, and revoked with an explicit [`Propagation`]: `Local`,
 //!   `Cascade` over the whole subtree in one statement, or `Preview` with a binding token.
 //!   **Grants** (command patterns, override scopes) are judged for one session and never pass
 //!   on. [`Ledger::decide`] answers "may this session run this command now?" with its reason.
@@ -52,15 +52,43 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The concurrency and durability strategy is in `docs/concurrency.md`; the schema, and how to
-//! read a ledger with `sqlite3 -readonly`, in `docs/schema.md`.
+//! A tree view reads the labels and postures of a subtree in one snapshot, writing nothing:
+//!
+//! ```
+//! # fn main() -> Result<(), session_ledger::Error> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! use session_ledger::{Ledger, PostureLevel, Raise, Taint};
+//! let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+//! ledger.create_root("conductor", "alice")?;
+//! ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+//! ledger.raise("conductor", Raise { taint: Some(Taint::Secret), untrusted: false }, "alice")?;
+//! ledger.create_child("worker", "conductor", "alice")?;
+//! let worker = &ledger.tree("conductor")?[1];
+//! assert_eq!((worker.session.id.as_str(), worker.relative_depth), ("worker", 1));
+//! assert_eq!((worker.taint, worker.materialized, worker.trust), (Taint::Secret, false, true));
+//! # Ok(()) }
+//! ```
+//!
+//! `README.md` has another example, with postures, grants, decisions and a revocation, and the
+//! command line. The concurrency and durability strategy is in `docs/concurrency.md`; the
+//! schema, and how to read a ledger with `sqlite3 -readonly`, in `docs/schema.md`.
+//!
+//! ## How the crate is built
+//!
+//! [`Ledger`] is the one way in: it checks what a caller gives, opens a transaction and calls
+//! the module that owns the rule. The rules live one concept per module (sessions, labels,
+//! postures, grants and patterns, decisions, audit), as functions over the storage interface;
+//! the values they exchange with it are in one model module. The storage interface is a few
+//! small traits, implemented by each database engine, which also enforces the invariants of
+//! `docs/storage-contract.md` inside the database. `docs/design.md` draws the layers and says
+//! where each rule lives. [`Error`] says what the caller can do about a failure.
 
-#![warn(missing_docs)]
-// One audited exception: `storage::keep_wal_file`, a file control rusqlite has no safe call for.
+#![deny(missing_docs)]
+// One audited exception: the SQLite engine's `keep_wal_file`, a file control its binding has no
+// safe call for.
 #![deny(unsafe_code)]
 
 mod audit;
-mod check;
 mod clock;
 mod commands;
 mod config;
@@ -69,42 +97,44 @@ mod error;
 mod grants;
 mod labels;
 mod ledger;
+mod model;
+mod patterns;
 mod postures;
 mod sessions;
 mod storage;
-#[cfg(test)]
-mod tests;
 
-pub use audit::{
-    chain_hash, AuditEntry, AuditHead, AuditQuery, ChainProblem, Explanation, Verification,
-    AUDIT_KINDS, GENESIS_HASH, LEDGER_ACTOR,
-};
-pub use check::{BrokenReference, CheckReport};
+pub use audit::{chain_hash, AuditQuery, ChainProblem, Verification, LEDGER_ACTOR};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
 pub use config::{Config, Synchronous};
-pub use decisions::{AdmittedPart, Decision, Part, Reason, Verdict};
+pub use decisions::{AdmittedPart, Decision, Explanation, Part, Reason, Verdict};
 pub use error::{
     Conflict, Corruption, CreationRefused, EngineError, Error, IdProblem, InputError, Location,
     Result, StorageError,
 };
-pub use grants::{
-    check_pattern_examples, parse_ttl, pattern_matches, test_pattern, validate_pattern,
-    validate_scope_name, CommandPattern, PartTest, Pattern, PatternTest, Scope, MAX_PATTERN_LEN,
-    MAX_SCOPE_NAME_LEN, MAX_TTL,
+pub use grants::{parse_ttl, validate_scope_name, CommandPattern, MAX_SCOPE_NAME_LEN, MAX_TTL};
+pub use labels::{Raise, RaiseOutcome, SessionState};
+pub use ledger::Ledger;
+pub use model::{
+    spawned_chain, spawned_parent, validate_actor, validate_id, AuditEntry, AuditHead, AuditKind,
+    BrokenReference, CheckReport, Label, Materialized, Origin, Posture, PostureLevel,
+    PostureSource, Scope, Session, Taint, GENESIS_HASH, MAX_ACTOR_LEN, MAX_ID_LEN,
 };
-pub use labels::{Label, Materialized, Raise, RaiseOutcome, SessionState, Taint};
-pub use ledger::{Created, Ledger};
+pub use patterns::{
+    check_pattern_examples, pattern_matches, test_pattern, validate_pattern, PartTest, Pattern,
+    PatternTest, MAX_PATTERN_LEN,
+};
 pub use postures::{
-    validate_preview_token, Affected, EpochStart, Posture, PostureLevel, PostureSource,
-    Propagation, Revocation,
+    validate_preview_token, Affected, EpochStart, Propagation, Revocation, RevocationKind,
 };
-pub use sessions::{
-    spawned_chain, spawned_parent, validate_actor, validate_id, Origin, Session, TreeEntry,
-    TreeNode, MAX_ACTOR_LEN, MAX_ID_LEN,
-};
+pub use sessions::{Created, TreeEntry, TreeNode};
 
 /// The newest schema version this build reads and writes.
 pub fn schema_version() -> i64 {
     storage::supported_version()
 }
+
+/// README.md's Rust examples, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

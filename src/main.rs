@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 use session_ledger::{
     Affected, AuditEntry, AuditHead, AuditQuery, CheckReport, Config, Created, Decision, Error,
     Explanation, InputError, Ledger, Materialized, Posture, PostureLevel, PostureSource,
-    Propagation, Raise, Reason, Revocation, Session, SessionState, StorageError, Taint, TreeNode,
+    Propagation, Raise, Reason, Revocation, RevocationKind, Session, SessionState, StorageError,
+    Taint, TreeNode,
 };
 
 /// An embedded ledger of agent sessions: who created whom, and the labels that follow.
@@ -97,7 +98,7 @@ enum Command {
             long,
             value_name = "KIND",
             value_parser = clap::builder::PossibleValuesParser::new(
-                session_ledger::AUDIT_KINDS.iter().copied()
+                session_ledger::AuditKind::ALL.iter().map(|k| k.as_str())
             )
         )]
         kind: Option<String>,
@@ -694,7 +695,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             query.until = until.as_deref().map(parse_time).transpose()?;
             query.session = session.clone();
             query.subtree = subtree.clone();
-            query.kind = kind.clone();
+            query.kind = kind.as_deref().map(str::parse).transpose()?;
             query.before = *before;
             // One row more than the page, to know whether an older page follows.
             query.limit = limit.map(|n| n.saturating_add(1));
@@ -839,13 +840,8 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             durable,
             actor: who,
         }) => {
-            let ledger = Ledger::open_with(
-                &cli.db,
-                cli_config()
-                    .create_if_missing(false)
-                    .durable_postures(*durable),
-            )?;
-            let start = ledger.start_epoch(&actor(who)?)?;
+            let ledger = open_existing(&cli.db)?;
+            let start = ledger.start_epoch_with(*durable, &actor(who)?)?;
             emit(out, cli.json, &start, || {
                 format!(
                     "epoch {} started: {} postures lapsed, {} carried over",
@@ -1136,12 +1132,12 @@ fn print_revocation(out: &mut impl Write, json: bool, r: &Revocation) -> Result<
     }
     let root = r.root.as_deref().unwrap_or("every session");
     match r.propagation {
-        "preview" => writeln!(
+        RevocationKind::Preview => writeln!(
             out,
             "a cascade from {root} would change {}:",
             count(r.count, "session", "sessions")
         )?,
-        "global" => writeln!(
+        RevocationKind::Global => writeln!(
             out,
             "revoked {} (global)",
             count(r.count, "posture", "postures")

@@ -9,95 +9,24 @@
 //! Revoking takes an explicit [`Propagation`] (rule R1): `Local` (this session only),
 //! `Cascade` (the whole subtree, in one statement) or `Preview` (change nothing; list who a
 //! cascade would change, with a token that binds a later cascade to exactly that state, R2).
+//!
+//! This module owns granting, inheriting, revoking and epochs. It writes its audit rows through
+//! `crate::audit` and calls no other concept: finding the session to grant on (a spawned id is
+//! recorded first) is the caller's.
 
 use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use serde_json::json;
+use sha3::{Digest, Sha3_256};
 
-use crate::error::{Error, InputError};
-
-/// A posture level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PostureLevel {
-    /// Every tool call is auto-approved.
-    Trust,
-    /// Read-only commands are auto-approved; anything else asks.
-    TrustReads,
-}
-
-impl PostureLevel {
-    /// The word stored in the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PostureLevel::Trust => "trust",
-            PostureLevel::TrustReads => "trust_reads",
-        }
-    }
-
-    pub(crate) fn from_db(s: &str) -> Option<PostureLevel> {
-        match s {
-            "trust" => Some(PostureLevel::Trust),
-            "trust_reads" => Some(PostureLevel::TrustReads),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for PostureLevel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Where a session's posture came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PostureSource {
-    /// Granted by an operator on this session.
-    Granted,
-    /// Copied from the creator when this session was allocated.
-    Inherited,
-}
-
-/// A posture a session holds, with its provenance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Posture {
-    /// The session holding it.
-    pub session: String,
-    /// `trust` or `trust_reads`.
-    pub level: PostureLevel,
-    /// Granted here, or inherited.
-    pub source: PostureSource,
-    /// The operator whose grant it traces back to.
-    pub granted_by: String,
-    /// When the operator granted it.
-    #[serde(serialize_with = "crate::clock::serialize_ts")]
-    pub granted_at: DateTime<Utc>,
-    /// The session the operator granted it on.
-    pub granted_on: String,
-    /// For an inherited posture, the creator it was copied from.
-    pub inherited_from: Option<String>,
-    /// When this session came to hold it (the grant, or its allocation).
-    #[serde(serialize_with = "crate::clock::serialize_ts")]
-    pub allocated_at: DateTime<Utc>,
-    /// The delegation chain: the session the operator granted it on first, this one last.
-    pub chain: Vec<String>,
-    /// The epoch it belongs to.
-    pub epoch: i64,
-    /// True when it counts now: it belongs to the current epoch.
-    pub current: bool,
-}
-
-impl Posture {
-    /// True when this posture admits `level` now for a session that is `live`: it is that
-    /// level and belongs to the current epoch. An ended session's posture admits nothing.
-    pub(crate) fn admits(posture: Option<&Posture>, live: bool, level: PostureLevel) -> bool {
-        live && posture.is_some_and(|p| p.current && p.level == level)
-    }
-}
+use crate::audit;
+use crate::clock::format_ts;
+use crate::error::{Conflict, Corruption, Error, InputError, Result};
+use crate::model::{AuditKind, Id, Posture, PostureLevel, PostureSource, Session};
+use crate::storage::{HeldPosture, Read, Revoke, SubtreePosture, Write};
 
 /// How far a revocation reaches (rule R1). There is no default: the caller always says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,8 +35,9 @@ pub enum Propagation {
     /// inherited through it.
     Local,
     /// This session and every descendant, created or spawned, at any depth, in one statement.
-    /// With a token from a preview, refuses with [`Conflict::StalePreview`](crate::Conflict::StalePreview) if anything in the
-    /// subtree changed since (rule R2).
+    /// With a token from a preview, refuses with
+    /// [`Conflict::StalePreview`](crate::Conflict::StalePreview) if anything in the subtree
+    /// changed since (rule R2).
     Cascade {
         /// The token of a preview to bind to, if any.
         token: Option<String>,
@@ -119,11 +49,68 @@ pub enum Propagation {
 impl Propagation {
     /// The word used in audit rows and on the command line.
     pub fn as_str(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// What kind of revocation it asks for.
+    pub fn kind(&self) -> RevocationKind {
         match self {
-            Propagation::Local => "local",
-            Propagation::Cascade { .. } => "cascade",
-            Propagation::Preview => "preview",
+            Propagation::Local => RevocationKind::Local,
+            Propagation::Cascade { .. } => RevocationKind::Cascade,
+            Propagation::Preview => RevocationKind::Preview,
         }
+    }
+}
+
+impl fmt::Display for Propagation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Propagation {
+    type Err = Error;
+
+    /// Parses `local`, `cascade` (with no token) or `preview`.
+    fn from_str(s: &str) -> Result<Propagation> {
+        match s {
+            "local" => Ok(Propagation::Local),
+            "cascade" => Ok(Propagation::Cascade { token: None }),
+            "preview" => Ok(Propagation::Preview),
+            _ => Err(InputError::InvalidPropagation(s.to_owned()).into()),
+        }
+    }
+}
+
+/// What a [`Revocation`] was: one of the three propagations, or a global revoke (rule R4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevocationKind {
+    /// This session only.
+    Local,
+    /// The whole subtree.
+    Cascade,
+    /// Nothing changed: who a cascade would change.
+    Preview,
+    /// Every posture in the ledger.
+    Global,
+}
+
+impl RevocationKind {
+    /// The word used in audit rows (`propagation`) and in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevocationKind::Local => "local",
+            RevocationKind::Cascade => "cascade",
+            RevocationKind::Preview => "preview",
+            RevocationKind::Global => "global",
+        }
+    }
+}
+
+impl fmt::Display for RevocationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -142,13 +129,25 @@ pub struct Affected {
     pub current: bool,
 }
 
+impl From<&HeldPosture> for Affected {
+    fn from(held: &HeldPosture) -> Affected {
+        Affected {
+            id: held.id.clone(),
+            depth: held.depth,
+            posture: held.level,
+            granted_directly: held.source == PostureSource::Granted,
+            current: held.current,
+        }
+    }
+}
+
 /// What a revocation did, or, for a preview, would do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Revocation {
     /// The session the revocation started from; `None` for a global revoke.
     pub root: Option<String>,
-    /// `local`, `cascade`, `preview` or `global`.
-    pub propagation: &'static str,
+    /// Which revocation it was.
+    pub propagation: RevocationKind,
     /// How many sessions changed (or would change).
     pub count: usize,
     /// The sessions changed (or that would change), by depth then id.
@@ -159,6 +158,19 @@ pub struct Revocation {
     /// For a preview: the token that binds a cascade to this exact state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+}
+
+impl Revocation {
+    fn of(root: Option<Id<'_>>, propagation: RevocationKind, sessions: Vec<Affected>) -> Self {
+        Revocation {
+            root: root.map(|r| r.as_str().to_owned()),
+            propagation,
+            count: sessions.len(),
+            sessions,
+            still_holding: None,
+            token: None,
+        }
+    }
 }
 
 /// The start of a new posture epoch.
@@ -179,7 +191,7 @@ pub struct EpochStart {
 /// # Errors
 ///
 /// [`InputError::InvalidToken`](crate::InputError::InvalidToken).
-pub fn validate_preview_token(token: &str) -> Result<(), Error> {
+pub fn validate_preview_token(token: &str) -> Result<()> {
     let ok = token.len() == 64
         && token
             .bytes()
@@ -187,326 +199,273 @@ pub fn validate_preview_token(token: &str) -> Result<(), Error> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Input(InputError::InvalidToken(token.to_owned())))
+        Err(InputError::InvalidToken(token.to_owned()).into())
     }
 }
 
-impl FromStr for PostureLevel {
-    type Err = Error;
+/// What a child was born with (rule P1, P3): `(trust, trust_reads)`, for its audit row, where
+/// `false` is positive evidence that nothing transferred (rule A1).
+pub(crate) fn born_with(level: Option<PostureLevel>) -> (bool, bool) {
+    (
+        level == Some(PostureLevel::Trust),
+        level == Some(PostureLevel::TrustReads),
+    )
+}
 
-    /// Parses `trust` or `trust_reads`.
-    fn from_str(s: &str) -> Result<PostureLevel, Error> {
-        PostureLevel::from_db(s)
-            .ok_or_else(|| Error::Input(InputError::InvalidPosture(s.to_owned())))
+/// Rules P1 and P3: gives `child` exactly the posture `creator` holds in the current epoch, if
+/// any, inside the transaction that allocates `child`. Returns the level copied.
+pub(crate) fn inherit(
+    tx: &mut dyn Write,
+    child: Id<'_>,
+    creator: Id<'_>,
+    now: DateTime<Utc>,
+) -> Result<Option<PostureLevel>> {
+    tx.inherit_posture(child, creator, now)
+}
+
+/// An operator grants `level` on the live `session`, replacing any posture it held, in the
+/// current epoch.
+pub(crate) fn grant(
+    tx: &mut dyn Write,
+    session: &Session,
+    level: PostureLevel,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Posture> {
+    let id = Id::stored(&session.id);
+    if !session.is_live() {
+        return Err(Conflict::SessionEnded(session.id.clone()).into());
+    }
+    let previous = tx.read().posture(id)?;
+    tx.grant_posture(id, level, actor, now)?;
+    let detail = json!({
+        "posture": level,
+        "previous": previous.map(|p| json!({
+            "posture": p.level, "source": p.source, "granted_on": p.granted_on,
+            "epoch": p.epoch,
+        })),
+    });
+    audit::append(
+        tx,
+        now,
+        actor,
+        AuditKind::PostureGrant,
+        Some(id.as_str()),
+        &detail,
+    )?;
+    tx.read()
+        .posture(id)?
+        .ok_or_else(|| Corruption::new(format!("the grant on {id:?} vanished")).into())
+}
+
+/// Rule R1 `preview`: who a cascade from `root` would change, and the token binding a cascade
+/// to exactly this state (R2). Reads one statement; writes nothing.
+pub(crate) fn preview(r: &mut dyn Read, root: Id<'_>) -> Result<Revocation> {
+    let rows = r.subtree_postures(root)?;
+    if rows.is_empty() {
+        return Err(Conflict::UnknownSession(root.as_str().to_owned()).into());
+    }
+    let token = digest(root, &rows);
+    let mut sessions: Vec<Affected> = rows
+        .into_iter()
+        .filter_map(|r| {
+            r.posture.map(|p| Affected {
+                id: r.id,
+                depth: r.depth,
+                posture: p.level,
+                granted_directly: p.source == PostureSource::Granted,
+                current: p.current,
+            })
+        })
+        .collect();
+    sessions.sort_by(|a, b| (a.depth, &a.id).cmp(&(b.depth, &b.id)));
+    let mut revocation = Revocation::of(Some(root), RevocationKind::Preview, sessions);
+    revocation.token = Some(token);
+    Ok(revocation)
+}
+
+/// Rule R1 `local`: removes `root`'s posture alone, and lists the live descendants that still
+/// hold a posture inherited through it.
+pub(crate) fn revoke_local(
+    tx: &mut dyn Write,
+    root: Id<'_>,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Revocation> {
+    require_recorded(tx.read(), root)?;
+    let removed = tx.revoke_postures(Revoke::One(root))?;
+    record(tx, now, actor, RevocationKind::Local, Some(root), &removed)?;
+    let still: Vec<Affected> = tx
+        .read()
+        .inherited_through(root)?
+        .iter()
+        .map(Affected::from)
+        .collect();
+    let mut revocation = Revocation::of(
+        Some(root),
+        RevocationKind::Local,
+        removed.iter().map(Affected::from).collect(),
+    );
+    revocation.still_holding = Some(still);
+    Ok(revocation)
+}
+
+/// Rule R1 `cascade`: removes the posture of `root` and of every descendant, created or
+/// spawned, at any depth, in one statement. With a preview's `token`, refuses with
+/// [`Conflict::StalePreview`] when anything in the subtree changed since (rule R2); the token's
+/// state is read in the same transaction, under the write lock.
+pub(crate) fn revoke_cascade(
+    tx: &mut dyn Write,
+    root: Id<'_>,
+    token: Option<&str>,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Revocation> {
+    require_recorded(tx.read(), root)?;
+    if let Some(token) = token {
+        let rows = tx.read().subtree_postures(root)?;
+        if digest(root, &rows) != token {
+            return Err(Conflict::StalePreview {
+                root: root.as_str().to_owned(),
+            }
+            .into());
+        }
+    }
+    let removed = tx.revoke_postures(Revoke::Subtree(root))?;
+    record(
+        tx,
+        now,
+        actor,
+        RevocationKind::Cascade,
+        Some(root),
+        &removed,
+    )?;
+    Ok(Revocation::of(
+        Some(root),
+        RevocationKind::Cascade,
+        removed.iter().map(Affected::from).collect(),
+    ))
+}
+
+/// Rule R4: removes every posture, in one statement.
+pub(crate) fn revoke_all(
+    tx: &mut dyn Write,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Revocation> {
+    let removed = tx.revoke_postures(Revoke::All)?;
+    record(tx, now, actor, RevocationKind::Global, None, &removed)?;
+    Ok(Revocation::of(
+        None,
+        RevocationKind::Global,
+        removed.iter().map(Affected::from).collect(),
+    ))
+}
+
+fn require_recorded(r: &mut dyn Read, id: Id<'_>) -> Result<()> {
+    match r.session(id)? {
+        Some(_) => Ok(()),
+        None => Err(Conflict::UnknownSession(id.as_str().to_owned()).into()),
     }
 }
 
-mod ops {
-    use serde_json::json;
-    use sha3::{Digest, Sha3_256};
-
-    use super::{
-        validate_preview_token, Affected, EpochStart, Posture, PostureLevel, Propagation,
-        Revocation,
+/// Rule P5: starts the next epoch. Postures of the previous one stop counting, unless `carry`
+/// moves them into the new one (durable postures).
+pub(crate) fn start_epoch(
+    tx: &mut dyn Write,
+    carry: bool,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<EpochStart> {
+    let started = tx.start_epoch(actor, carry, now)?;
+    let (lapsed, carried) = if carry {
+        (0, started.previous)
+    } else {
+        (started.previous, 0)
     };
-    use crate::error::{Conflict, Corruption, Error, Result};
-    use crate::ledger::{resolve, Ledger};
-    use crate::sessions::{validate_actor, validate_id};
-    use crate::storage::{self, postures::Removed, postures::SubtreeRow};
+    let detail = json!({
+        "epoch": started.epoch, "durable": carry, "lapsed": lapsed, "carried": carried,
+    });
+    audit::append(tx, now, actor, AuditKind::EpochStart, None, &detail)?;
+    Ok(EpochStart {
+        epoch: started.epoch,
+        durable: carry,
+        lapsed,
+        carried,
+    })
+}
 
-    impl Ledger {
-        /// An operator grants `level` on a live session, replacing any posture it held. The
-        /// grant belongs to the current epoch. A spawned id of a recorded session is recorded
-        /// first.
-        ///
-        /// # Errors
-        ///
-        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor), [`Conflict::UnknownSession`](crate::Conflict::UnknownSession),
-        /// [`Conflict::SessionEnded`](crate::Conflict::SessionEnded); nothing is written in these cases.
-        ///
-        /// # Example
-        ///
-        /// ```
-        /// # fn main() -> Result<(), session_ledger::Error> {
-        /// # let dir = tempfile::tempdir().unwrap();
-        /// use session_ledger::{Ledger, PostureLevel};
-        /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
-        /// ledger.create_root("conductor", "alice")?;
-        /// ledger.grant("conductor", PostureLevel::Trust, "alice")?;
-        /// let worker = ledger.create_child("worker", "conductor", "alice")?;
-        /// assert!(worker.inherited_trust);
-        /// # Ok(()) }
-        /// ```
-        pub fn grant(&self, id: &str, level: PostureLevel, actor: &str) -> Result<Posture> {
-            validate_id(id)?;
-            validate_actor(actor)?;
-            self.write(|tx, now| {
-                let session = resolve(tx, id, now)?
-                    .ok_or_else(|| Error::Conflict(Conflict::UnknownSession(id.to_owned())))?;
-                if !session.is_live() {
-                    return Err(Error::Conflict(Conflict::SessionEnded(id.to_owned())));
-                }
-                let previous = storage::postures::get(tx, id)?;
-                storage::postures::grant(tx, id, level, actor, now)?;
-                storage::audit::append(
-                    tx,
-                    now,
-                    actor,
-                    "posture.grant",
-                    Some(id),
-                    &json!({
-                        "posture": level,
-                        "previous": previous.map(|p| json!({
-                            "posture": p.level, "source": p.source, "granted_on": p.granted_on,
-                            "epoch": p.epoch,
-                        })),
-                    }),
-                )?;
-                storage::postures::get(tx, id)?.ok_or_else(|| {
-                    Error::Corruption(Corruption::new(format!("the grant on {id:?} vanished")))
-                })
-            })
-        }
-
-        /// The posture row of a session, current or lapsed, or `None`.
-        ///
-        /// # Errors
-        ///
-        /// [`InputError::InvalidId`](crate::InputError::InvalidId); [`Error::Storage`].
-        pub fn posture(&self, id: &str) -> Result<Option<Posture>> {
-            validate_id(id)?;
-            self.storage.read(|c| storage::postures::get(c, id))
-        }
-
-        /// The current posture epoch (0 until the first is started).
-        ///
-        /// # Errors
-        ///
-        /// [`Error::Storage`].
-        pub fn current_epoch(&self) -> Result<i64> {
-            self.storage.read(storage::postures::current_epoch)
-        }
-
-        /// Revokes postures from `id` with an explicit propagation (rule R1):
-        ///
-        /// * [`Propagation::Local`]: this session only; the outcome lists, in `still_holding`,
-        ///   the descendants that still hold a posture inherited through it.
-        /// * [`Propagation::Cascade`]: this session and every descendant, created or spawned,
-        ///   at any depth, in one statement inside one IMMEDIATE transaction, with a
-        ///   `posture.revoke` audit row per session changed. With a preview's token, refuses
-        ///   with [`Conflict::StalePreview`](crate::Conflict::StalePreview) when anything in the subtree changed since (R2).
-        /// * [`Propagation::Preview`]: changes nothing; lists exactly the sessions a cascade
-        ///   would change, and a token.
-        ///
-        /// Ended sessions can be revoked from: their descendants may still be running.
-        ///
-        /// # Errors
-        ///
-        /// [`InputError::InvalidId`](crate::InputError::InvalidId), [`InputError::InvalidActor`](crate::InputError::InvalidActor), [`Conflict::UnknownSession`](crate::Conflict::UnknownSession),
-        /// [`InputError::InvalidToken`](crate::InputError::InvalidToken), [`Conflict::StalePreview`](crate::Conflict::StalePreview); nothing is written in these cases.
-        pub fn revoke(
-            &self,
-            id: &str,
-            propagation: Propagation,
-            actor: &str,
-        ) -> Result<Revocation> {
-            validate_id(id)?;
-            validate_actor(actor)?;
-            if let Propagation::Cascade { token: Some(token) } = &propagation {
-                validate_preview_token(token)?;
-            }
-            if propagation == Propagation::Preview {
-                let rows = self
-                    .storage
-                    .read(|c| storage::postures::subtree_with_postures(c, id))?;
-                if rows.is_empty() {
-                    return Err(Error::Conflict(Conflict::UnknownSession(id.to_owned())));
-                }
-                let token = digest(id, &rows);
-                let mut sessions: Vec<Affected> = rows
-                    .into_iter()
-                    .filter_map(|r| {
-                        r.posture.map(|p| Affected {
-                            id: r.id,
-                            depth: r.depth,
-                            posture: p.level,
-                            granted_directly: p.source == super::PostureSource::Granted,
-                            current: p.current,
-                        })
-                    })
-                    .collect();
-                sessions.sort_by(|a, b| (a.depth, &a.id).cmp(&(b.depth, &b.id)));
-                return Ok(Revocation {
-                    root: Some(id.to_owned()),
-                    propagation: "preview",
-                    count: sessions.len(),
-                    sessions,
-                    still_holding: None,
-                    token: Some(token),
-                });
-            }
-            self.write(|tx, now| {
-                if storage::sessions::get(tx, id)?.is_none() {
-                    return Err(Error::Conflict(Conflict::UnknownSession(id.to_owned())));
-                }
-                let removed = match &propagation {
-                    Propagation::Local => storage::postures::revoke_one(tx, id)?,
-                    Propagation::Cascade { token } => {
-                        if let Some(token) = token {
-                            let rows = storage::postures::subtree_with_postures(tx, id)?;
-                            if digest(id, &rows) != *token {
-                                return Err(Error::Conflict(Conflict::StalePreview {
-                                    root: id.to_owned(),
-                                }));
-                            }
-                        }
-                        storage::postures::revoke_subtree(tx, id)?
-                    }
-                    Propagation::Preview => unreachable!("handled above"),
-                };
-                audit_removed(tx, now, actor, propagation.as_str(), Some(id), &removed)?;
-                let still_holding = match propagation {
-                    Propagation::Local => Some(storage::postures::inherited_through(tx, id)?),
-                    _ => None,
-                };
-                let sessions: Vec<Affected> = removed.into_iter().map(|r| r.affected).collect();
-                Ok(Revocation {
-                    root: Some(id.to_owned()),
-                    propagation: propagation.as_str(),
-                    count: sessions.len(),
-                    sessions,
-                    still_holding,
-                    token: None,
-                })
-            })
-        }
-
-        /// Rule R4: clears every session's posture, in one statement, with an audit row each.
-        ///
-        /// # Errors
-        ///
-        /// [`InputError::InvalidActor`](crate::InputError::InvalidActor); [`Error::Storage`].
-        pub fn revoke_all(&self, actor: &str) -> Result<Revocation> {
-            validate_actor(actor)?;
-            self.write(|tx, now| {
-                let removed = storage::postures::revoke_all(tx)?;
-                audit_removed(tx, now, actor, "global", None, &removed)?;
-                let sessions: Vec<Affected> = removed.into_iter().map(|r| r.affected).collect();
-                Ok(Revocation {
-                    root: None,
-                    propagation: "global",
-                    count: sessions.len(),
-                    sessions,
-                    still_holding: None,
-                    token: None,
-                })
-            })
-        }
-
-        /// Starts a new posture epoch (rule P5): the embedding backend calls this when it
-        /// boots. Postures of the previous epoch stop counting, unless the ledger was opened
-        /// with [`Config::durable_postures`](crate::Config::durable_postures), which carries
-        /// them over. Audited with how many lapsed.
-        ///
-        /// # Errors
-        ///
-        /// [`InputError::InvalidActor`](crate::InputError::InvalidActor); [`Error::Storage`].
-        pub fn start_epoch(&self, actor: &str) -> Result<EpochStart> {
-            validate_actor(actor)?;
-            let durable = self.config.durable_postures;
-            self.write(|tx, now| {
-                let (epoch, previous) = storage::postures::start_epoch(tx, actor, durable, now)?;
-                let (lapsed, carried) = if durable { (0, previous) } else { (previous, 0) };
-                storage::audit::append(
-                    tx,
-                    now,
-                    actor,
-                    "epoch.start",
-                    None,
-                    &json!({ "epoch": epoch, "durable": durable, "lapsed": lapsed, "carried": carried }),
-                )?;
-                Ok(EpochStart {
-                    epoch,
-                    durable,
-                    lapsed,
-                    carried,
-                })
-            })
-        }
+/// Writes one `posture.revoke` row per posture `removed`, each with the revocation event's
+/// identifier (`"revocation"`: the seq of the event's first row).
+fn record(
+    tx: &mut dyn Write,
+    now: DateTime<Utc>,
+    actor: &str,
+    kind: RevocationKind,
+    root: Option<Id<'_>>,
+    removed: &[HeldPosture],
+) -> Result<()> {
+    // Fields in alphabetical order: the same text `json!` gives (its map is sorted), built
+    // without a map per row, which a 100,000-session cascade notices.
+    #[derive(Serialize)]
+    struct Detail<'a> {
+        current: bool,
+        granted_on: &'a str,
+        posture: PostureLevel,
+        propagation: &'a str,
+        revocation: i64,
+        root: Option<&'a str>,
+        source: &'a str,
     }
+    // The event's identifier, shared by all its rows: the seq its first row is about to take.
+    // Writes are serialized, so nothing else can take it first.
+    let revocation = tx.read().audit_head()?.seq + 1;
+    let rows = removed.iter().map(|r| {
+        let detail = Detail {
+            current: r.current,
+            granted_on: &r.granted_on,
+            posture: r.level,
+            propagation: kind.as_str(),
+            revocation,
+            root: root.map(Id::as_str),
+            source: r.source.as_str(),
+        };
+        let detail = serde_json::to_string(&detail)
+            .expect("strings, booleans and a unit enum always serialize");
+        (r.id.as_str(), detail)
+    });
+    audit::append_all(tx, now, actor, AuditKind::PostureRevoke, rows)
+}
 
-    /// Writes one `posture.revoke` row per posture `removed`, each with the revocation
-    /// event's identifier (`"revocation"`: the seq of the event's first row).
-    fn audit_removed(
-        tx: &rusqlite::Transaction<'_>,
-        now: &str,
-        actor: &str,
-        propagation: &str,
-        root: Option<&str>,
-        removed: &[Removed],
-    ) -> Result<()> {
-        // Fields in alphabetical order: the same text `json!` gives (its map is sorted), built
-        // without a map per row, which a 100,000-session cascade notices.
-        #[derive(serde::Serialize)]
-        struct Detail<'a> {
-            current: bool,
-            granted_on: &'a str,
-            posture: PostureLevel,
-            propagation: &'a str,
-            revocation: i64,
-            root: Option<&'a str>,
-            source: &'a str,
-        }
-        // The event's identifier, shared by all its rows: the seq its first row is about to
-        // take. Writes are serialized, so nothing else can take it first.
-        let revocation = storage::audit::head(tx)?.seq + 1;
-        let rows = removed.iter().map(|r| {
-            let detail = Detail {
-                current: r.affected.current,
-                granted_on: &r.granted_on,
-                posture: r.affected.posture,
-                propagation,
-                revocation,
-                root,
-                source: r.source,
-            };
-            let detail = serde_json::to_string(&detail)
-                .expect("strings, booleans and a unit enum always serialize");
-            (r.affected.id.as_str(), detail)
+/// The preview token: SHA3-256 over the subtree's lineage, ended times and postures, in a
+/// line-per-session encoding (ids hold no tabs or newlines).
+fn digest(root: Id<'_>, rows: &[SubtreePosture]) -> String {
+    let mut h = Sha3_256::new();
+    h.update(b"session-ledger preview v1\n");
+    h.update(root.as_str().as_bytes());
+    h.update(b"\n");
+    for r in rows {
+        let posture = r.posture.as_ref().map_or(String::new(), |p| {
+            format!(
+                "{}|{:?}|{}|{}|{}|{}|{}",
+                p.level,
+                p.source,
+                p.granted_on,
+                p.granted_by,
+                format_ts(p.allocated_at),
+                p.epoch,
+                p.current
+            )
         });
-        storage::audit::append_all(tx, now, actor, "posture.revoke", rows)
+        let line = format!(
+            "{}\t{}\t{}\t{}\t{}\n",
+            r.id,
+            r.created_by.as_deref().unwrap_or(""),
+            r.depth,
+            r.ended_at.map(format_ts).unwrap_or_default(),
+            posture
+        );
+        h.update(line.as_bytes());
     }
-
-    /// The preview token: SHA3-256 over the subtree's lineage, ended times and postures, in a
-    /// line-per-session encoding (ids hold no tabs or newlines).
-    fn digest(root: &str, rows: &[SubtreeRow]) -> String {
-        let mut h = Sha3_256::new();
-        h.update(b"session-ledger preview v1\n");
-        h.update(root.as_bytes());
-        h.update(b"\n");
-        for r in rows {
-            let posture = r.posture.as_ref().map_or(String::new(), |p| {
-                format!(
-                    "{}|{:?}|{}|{}|{}|{}|{}",
-                    p.level,
-                    p.source,
-                    p.granted_on,
-                    p.granted_by,
-                    crate::clock::format_ts(p.allocated_at),
-                    p.epoch,
-                    p.current
-                )
-            });
-            let line = format!(
-                "{}\t{}\t{}\t{}\t{}\n",
-                r.id,
-                r.created_by.as_deref().unwrap_or(""),
-                r.depth,
-                r.ended_at.as_deref().unwrap_or(""),
-                posture
-            );
-            h.update(line.as_bytes());
-        }
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-    }
+    audit::hex(&h.finalize())
 }

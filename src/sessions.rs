@@ -1,4 +1,5 @@
-//! Sessions, their ids and their lineage.
+//! Sessions: creating them within the bounds (rule S2), recording spawned sub-agents when they
+//! are first seen, ending them, and their lineage.
 //!
 //! Terms used throughout the crate:
 //!
@@ -7,189 +8,64 @@
 //! * a **created child** was made through [`Ledger::create_child`](crate::Ledger::create_child),
 //!   so the ledger recorded its creator when it was made;
 //! * a **spawned child** has an id of the form `sub-<parent>-<n>` that the ledger never saw
-//!   being made; its parent is parsed from the id (see [`spawned_parent`]) and it is recorded
-//!   the first time it is read;
+//!   being made; its parent is parsed from the id (see [`spawned_parent`](crate::spawned_parent))
+//!   and it is recorded the first time it is read;
 //! * the **subtree** of a session is the session and all its descendants, created or spawned.
+//!
+//! This module owns the `sessions` rows and the walks over them. A child's posture at
+//! allocation is `crate::postures`' rule, which this module calls; it calls no concept that
+//! calls it back.
 
-use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
+use serde_json::json;
 
-use crate::error::{Error, IdProblem, InputError, Result};
+use crate::audit::{self, LEDGER_ACTOR};
+use crate::config::Config;
+use crate::error::{Conflict, Corruption, CreationRefused, Error, Result};
+use crate::model::{AuditKind, Id, Label, Origin, Posture, PostureLevel, Session, Taint};
+use crate::postures;
+use crate::storage::{NewSession, Read, TreeRow, TreeTop, Write};
 
-/// The longest session id accepted, in bytes (ids are ASCII).
-pub const MAX_ID_LEN: usize = 128;
-
-/// The longest actor name accepted, in bytes (names are ASCII).
-pub const MAX_ACTOR_LEN: usize = 64;
-
-/// How a session came to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Origin {
-    /// Opened by an operator, with no creator.
-    Root,
-    /// Made through the ledger's create call by a live session.
-    Created,
-    /// A `sub-<parent>-<n>` id first seen when it was read.
-    Spawned,
-}
-
-impl Origin {
-    /// The word stored in the `sessions.origin` column.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Root => "root",
-            Origin::Created => "created",
-            Origin::Spawned => "spawned",
-        }
-    }
-
-    pub(crate) fn from_db(s: &str) -> Option<Origin> {
-        match s {
-            "root" => Some(Origin::Root),
-            "created" => Some(Origin::Created),
-            "spawned" => Some(Origin::Spawned),
-            _ => None,
-        }
-    }
-}
-
-/// A session as the ledger records it.
+/// A created child, and what it was born with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Session {
-    /// The session's id.
-    pub id: String,
-    /// The session that created or spawned it; `None` for a root.
-    pub created_by: Option<String>,
-    /// 0 for a root, the creator's depth + 1 otherwise.
-    pub depth: u32,
-    /// How it came to be.
-    pub origin: Origin,
-    /// When the ledger recorded it.
-    #[serde(serialize_with = "crate::clock::serialize_ts")]
-    pub created_at: DateTime<Utc>,
-    /// When it ended; `None` while it is live.
-    #[serde(serialize_with = "crate::clock::serialize_opt_ts")]
-    pub ended_at: Option<DateTime<Utc>>,
+pub struct Created {
+    /// The new session.
+    #[serde(flatten)]
+    pub session: Session,
+    /// It inherited its creator's `trust` (rule P1).
+    pub inherited_trust: bool,
+    /// It inherited its creator's `trust_reads` (rule P1; never widened to `trust`, P2).
+    pub inherited_trust_reads: bool,
 }
 
-impl Session {
-    /// True while the session has not ended.
-    pub fn is_live(&self) -> bool {
-        self.ended_at.is_none()
-    }
+/// How a create ended: the child was created, or a bound refused it. Either way the
+/// transaction commits, because a refusal is audited.
+pub(crate) enum CreateOutcome {
+    Created(Created),
+    Refused(CreationRefused),
 }
 
-/// Checks that `id` is a well-formed session id: 1 to [`MAX_ID_LEN`] characters from
-/// `[A-Za-z0-9._:-]`, starting with a letter or digit.
-///
-/// # Errors
-///
-/// [`InputError::InvalidId`](crate::InputError::InvalidId) naming the first problem found.
-///
-/// # Example
-///
-/// ```
-/// assert!(session_ledger::validate_id("conductor-1").is_ok());
-/// assert!(session_ledger::validate_id("").is_err());
-/// assert!(session_ledger::validate_id("a b").is_err());
-/// ```
-pub fn validate_id(id: &str) -> Result<()> {
-    id_problem(id).map_or(Ok(()), |problem| {
-        Err(Error::Input(InputError::InvalidId {
-            id: id.to_owned(),
-            problem,
-        }))
-    })
+/// The bounds of rule S2, from the [`Config`].
+pub(crate) struct Bounds {
+    max_depth: u32,
+    max_live_children: u32,
+    max_creations_per_window: u32,
+    rate_window: Duration,
 }
 
-fn id_problem(id: &str) -> Option<IdProblem> {
-    let bytes = id.as_bytes();
-    if bytes.is_empty() {
-        return Some(IdProblem::Empty);
+impl From<&Config> for Bounds {
+    fn from(c: &Config) -> Bounds {
+        Bounds {
+            max_depth: c.max_depth,
+            max_live_children: c.max_live_children,
+            max_creations_per_window: c.max_creations_per_window,
+            rate_window: c.rate_window,
+        }
     }
-    if bytes.len() > MAX_ID_LEN {
-        return Some(IdProblem::TooLong);
-    }
-    if !bytes[0].is_ascii_alphanumeric() {
-        return Some(IdProblem::BadStart);
-    }
-    if !bytes
-        .iter()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
-    {
-        return Some(IdProblem::BadCharacter);
-    }
-    None
-}
-
-/// Checks an id for a session about to be created: a valid id that is not of the spawned form.
-pub(crate) fn validate_new_id(id: &str) -> Result<()> {
-    validate_id(id)?;
-    if spawned_parent(id).is_some() {
-        return Err(Error::Input(InputError::InvalidId {
-            id: id.to_owned(),
-            problem: IdProblem::ReservedSpawnedForm,
-        }));
-    }
-    Ok(())
-}
-
-/// Checks that `actor` is a well-formed actor name: 1 to [`MAX_ACTOR_LEN`] characters from
-/// `[A-Za-z0-9._:@-]`.
-///
-/// # Errors
-///
-/// [`InputError::InvalidActor`](crate::InputError::InvalidActor).
-pub fn validate_actor(actor: &str) -> Result<()> {
-    let ok = !actor.is_empty()
-        && actor.len() <= MAX_ACTOR_LEN
-        && actor
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'@' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Input(InputError::InvalidActor(actor.to_owned())))
-    }
-}
-
-/// The parent of a spawned id, or `None` if `id` is not a spawned id.
-///
-/// A spawned id is `sub-<parent>-<n>`: strip the prefix `sub-`, split at the *last* `-`; the
-/// right piece must be non-empty and all ASCII digits, the left piece must be a valid id.
-///
-/// # Example
-///
-/// ```
-/// use session_ledger::spawned_parent;
-/// assert_eq!(spawned_parent("sub-mm-thread-1"), Some("mm-thread"));
-/// assert_eq!(spawned_parent("sub-sub-mm-thread-1-2"), Some("sub-mm-thread-1"));
-/// assert_eq!(spawned_parent("chat-1"), None);
-/// assert_eq!(spawned_parent("sub-x"), None);
-/// assert_eq!(spawned_parent("sub--1"), None);
-/// assert_eq!(spawned_parent("sub-a-1x"), None);
-/// ```
-pub fn spawned_parent(id: &str) -> Option<&str> {
-    let rest = id.strip_prefix("sub-")?;
-    let (parent, n) = rest.rsplit_once('-')?;
-    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    id_problem(parent).is_none().then_some(parent)
-}
-
-/// The chain of spawned ids from `id` up: `id` itself, then each parsed parent, ending with the
-/// first id that is not a spawned id. `sub-sub-mm-thread-1-2` gives
-/// `[sub-sub-mm-thread-1-2, sub-mm-thread-1, mm-thread]`. Returns just `[id]` for a non-spawned id.
-pub fn spawned_chain(id: &str) -> Vec<&str> {
-    let mut chain = vec![id];
-    let mut current = id;
-    while let Some(parent) = spawned_parent(current) {
-        chain.push(parent);
-        current = parent;
-    }
-    chain
 }
 
 /// A session in a drawn tree: the session and its depth below the tree's top.
@@ -214,7 +90,7 @@ pub struct TreeNode {
     /// Its taint: the stored one when it is materialized, otherwise the one its first read
     /// would give it (its nearest materialized ancestor's, rule L2). Reading the tree writes
     /// nothing.
-    pub taint: crate::labels::Taint,
+    pub taint: Taint,
     /// Its untrusted flag, as for `taint`.
     pub untrusted: bool,
     /// Whether its label is stored (false: `taint` and `untrusted` are inherited on read).
@@ -224,34 +100,404 @@ pub struct TreeNode {
     /// Its posture admits read-only commands now.
     pub trust_reads: bool,
     /// Its posture row, current or not (`current` says which), with its source.
-    pub posture: Option<crate::postures::Posture>,
+    pub posture: Option<Posture>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spawned_ids_are_parsed_at_the_last_dash_and_recurse() {
-        assert_eq!(spawned_parent("sub-mm-thread-1"), Some("mm-thread"));
-        assert_eq!(
-            spawned_parent("sub-sub-mm-thread-1-2"),
-            Some("sub-mm-thread-1")
-        );
-        assert_eq!(
-            spawned_chain("sub-sub-mm-thread-1-2"),
-            ["sub-sub-mm-thread-1-2", "sub-mm-thread-1", "mm-thread"]
-        );
-        assert_eq!(spawned_parent("sub-a-007"), Some("a"));
+/// Records a root: no creator, depth 0, born with the default label (`private`, trusted).
+pub(crate) fn create_root(
+    tx: &mut dyn Write,
+    id: Id<'_>,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Session> {
+    if tx.read().session(id)?.is_some() {
+        return Err(Conflict::SessionExists(id.as_str().to_owned()).into());
     }
+    tx.insert_session(&NewSession {
+        id,
+        created_by: None,
+        depth: 0,
+        origin: Origin::Root,
+        at: now,
+    })?;
+    tx.insert_born_label(id, Label::default(), now)?;
+    audit::append(
+        tx,
+        now,
+        actor,
+        AuditKind::SessionRoot,
+        Some(id.as_str()),
+        &json!({}),
+    )?;
+    Ok(Session {
+        id: id.as_str().to_owned(),
+        created_by: None,
+        depth: 0,
+        origin: Origin::Root,
+        created_at: now,
+        ended_at: None,
+    })
+}
 
-    #[test]
-    fn ids_that_are_not_spawned_ids_are_rejected_by_the_parser() {
-        for id in [
-            "chat-1", "sub-x", "sub--1", "sub-a-1x", "sub-a-", "sub-", "sub--a-1", "sub-a-١",
-        ] {
-            assert_eq!(spawned_parent(id), None, "{id}");
+/// Records `id` as created by the live session `creator`, within `bounds` (rule S2), with its
+/// creator's posture as it stands now, under the write lock (rule P1). A spawned creator seen
+/// for the first time is recorded first; a refusal undoes that, and records only the refusal.
+pub(crate) fn create_child(
+    tx: &mut dyn Write,
+    id: Id<'_>,
+    creator: Id<'_>,
+    actor: &str,
+    bounds: &Bounds,
+    now: DateTime<Utc>,
+) -> Result<CreateOutcome> {
+    tx.savepoint()?;
+    let parent = resolve(tx, creator, now)?
+        .ok_or_else(|| Error::from(Conflict::UnknownSession(creator.as_str().to_owned())))?;
+    if !parent.is_live() {
+        return Err(Conflict::SessionEnded(creator.as_str().to_owned()).into());
+    }
+    if tx.read().session(id)?.is_some() {
+        return Err(Conflict::SessionExists(id.as_str().to_owned()).into());
+    }
+    let depth = parent.depth + 1;
+    if let Some((refusal, mut detail)) = check_bounds(tx.read(), id, creator, depth, bounds, now)? {
+        tx.rollback_to_savepoint()?;
+        // Nothing transferred: recorded as positive evidence (rule A1).
+        detail["inherited_trust"] = json!(false);
+        detail["inherited_trust_reads"] = json!(false);
+        let kind = AuditKind::SessionCreateRefused;
+        audit::append(tx, now, actor, kind, Some(id.as_str()), &detail)?;
+        return Ok(CreateOutcome::Refused(refusal));
+    }
+    tx.release_savepoint()?;
+    tx.insert_session(&NewSession {
+        id,
+        created_by: Some(creator),
+        depth,
+        origin: Origin::Created,
+        at: now,
+    })?;
+    let (trust, trust_reads) = postures::born_with(postures::inherit(tx, id, creator, now)?);
+    let detail = json!({
+        "creator": creator.as_str(),
+        "depth": depth,
+        "inherited_trust": trust,
+        "inherited_trust_reads": trust_reads,
+    });
+    audit::append(
+        tx,
+        now,
+        actor,
+        AuditKind::SessionCreate,
+        Some(id.as_str()),
+        &detail,
+    )?;
+    Ok(CreateOutcome::Created(Created {
+        session: Session {
+            id: id.as_str().to_owned(),
+            created_by: Some(creator.as_str().to_owned()),
+            depth,
+            origin: Origin::Created,
+            created_at: now,
+            ended_at: None,
+        },
+        inherited_trust: trust,
+        inherited_trust_reads: trust_reads,
+    }))
+}
+
+/// The bounds of rule S2, checked under the write lock. Returns the refusal and the detail of
+/// its audit row, or `None` when the create may go ahead.
+fn check_bounds(
+    r: &mut dyn Read,
+    id: Id<'_>,
+    creator: Id<'_>,
+    depth: u32,
+    b: &Bounds,
+    now: DateTime<Utc>,
+) -> Result<Option<(CreationRefused, serde_json::Value)>> {
+    let creator_id = creator.as_str();
+    if depth > b.max_depth {
+        return Ok(Some((
+            CreationRefused::DepthLimit {
+                child: id.as_str().to_owned(),
+                depth,
+                max: b.max_depth,
+            },
+            json!({ "creator": creator_id, "reason": "depth_limit", "depth": depth,
+                    "limit": b.max_depth }),
+        )));
+    }
+    let window = TimeDelta::from_std(b.rate_window).unwrap_or(TimeDelta::MAX);
+    let since = now
+        .checked_sub_signed(window)
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let counts = r.creation_counts(creator, since)?;
+    if counts.live >= b.max_live_children {
+        return Ok(Some((
+            CreationRefused::ChildLimit {
+                creator: creator_id.to_owned(),
+                live: counts.live,
+                max: b.max_live_children,
+            },
+            json!({ "creator": creator_id, "reason": "child_limit",
+                    "live_children": counts.live, "limit": b.max_live_children }),
+        )));
+    }
+    if counts.in_window >= b.max_creations_per_window {
+        let window_secs = b.rate_window.as_secs();
+        return Ok(Some((
+            CreationRefused::RateLimit {
+                creator: creator_id.to_owned(),
+                count: counts.in_window,
+                max: b.max_creations_per_window,
+                window_secs,
+            },
+            json!({ "creator": creator_id, "reason": "rate_limit",
+                    "created_in_window": counts.in_window,
+                    "limit": b.max_creations_per_window, "window_secs": window_secs }),
+        )));
+    }
+    Ok(None)
+}
+
+/// The nearest recorded session on the spawned chain above `id` (excluding `id` itself).
+pub(crate) fn spawn_anchor(r: &mut dyn Read, id: Id<'_>) -> Result<Option<Session>> {
+    for ancestor in id.spawned_chain().into_iter().skip(1) {
+        if let Some(session) = r.session(ancestor)? {
+            return Ok(Some(session));
         }
-        assert_eq!(spawned_chain("chat-1"), ["chat-1"]);
     }
+    Ok(None)
+}
+
+/// True when `id` is recorded, or is a spawned id whose chain reaches a recorded session: a
+/// first read of it has something to inherit from.
+pub(crate) fn is_anchored(r: &mut dyn Read, id: Id<'_>) -> Result<bool> {
+    Ok(r.session(id)?.is_some() || spawn_anchor(r, id)?.is_some())
+}
+
+/// The position of `anchor` on `id`'s spawned chain.
+pub(crate) fn chain_position(chain: &[Id<'_>], id: Id<'_>, anchor: &Session) -> Result<usize> {
+    chain.iter().position(|c| *c == *anchor.id).ok_or_else(|| {
+        Corruption::new(format!("{:?} is not on the chain of {id:?}", anchor.id)).into()
+    })
+}
+
+/// Finds `id` inside a write transaction, recording it (and any missing spawned ancestors) when
+/// it is a spawned id of a recorded session. `None` when it is neither.
+pub(crate) fn resolve(
+    tx: &mut dyn Write,
+    id: Id<'_>,
+    now: DateTime<Utc>,
+) -> Result<Option<Session>> {
+    if let Some(session) = tx.read().session(id)? {
+        return Ok(Some(session));
+    }
+    let Some(anchor) = spawn_anchor(tx.read(), id)? else {
+        return Ok(None);
+    };
+    let chain = id.spawned_chain();
+    let top = chain_position(&chain, id, &anchor)?;
+    // A sub-agent lives and dies with the session that spawned it: under an ended anchor, every
+    // link recorded now is recorded as ended, so the whole chain shares the anchor's liveness.
+    let parent_live = anchor.is_live();
+    let mut depth = anchor.depth;
+    for i in (0..top).rev() {
+        depth += 1;
+        let (child, parent) = (chain[i], chain[i + 1]);
+        tx.insert_session(&NewSession {
+            id: child,
+            created_by: Some(parent),
+            depth,
+            origin: Origin::Spawned,
+            at: now,
+        })?;
+        // Rule P3: a spawned child's first sight is its allocation; an ended parent's posture
+        // does not count, so it passes nothing on.
+        let posture = if parent_live {
+            postures::inherit(tx, child, parent, now)?
+        } else {
+            tx.end_session(child, now)?;
+            None
+        };
+        let (trust, trust_reads) = postures::born_with(posture);
+        let detail = json!({
+            "created_by": parent.as_str(),
+            "depth": depth,
+            "inherited_trust": trust,
+            "inherited_trust_reads": trust_reads,
+            "ended": !parent_live,
+        });
+        let kind = AuditKind::SessionSpawn;
+        audit::append(tx, now, LEDGER_ACTOR, kind, Some(child.as_str()), &detail)?;
+    }
+    tx.read().session(id)?.map(Some).ok_or_else(|| {
+        Corruption::new(format!("session {id:?} vanished inside its transaction")).into()
+    })
+}
+
+/// [`resolve`], for an operation that needs a live session: an unknown id or an ended session
+/// is the caller's conflict.
+pub(crate) fn resolve_live(tx: &mut dyn Write, id: Id<'_>, now: DateTime<Utc>) -> Result<Session> {
+    let session = resolve(tx, id, now)?
+        .ok_or_else(|| Error::from(Conflict::UnknownSession(id.as_str().to_owned())))?;
+    if session.is_live() {
+        Ok(session)
+    } else {
+        Err(Conflict::SessionEnded(id.as_str().to_owned()).into())
+    }
+}
+
+/// The recorded session `id`; an unknown one is the caller's conflict.
+pub(crate) fn require(r: &mut dyn Read, id: Id<'_>) -> Result<Session> {
+    r.session(id)?
+        .ok_or_else(|| Conflict::UnknownSession(id.as_str().to_owned()).into())
+}
+
+/// Ends a live session, and with it the spawned sub-agents recorded under it (a sub-agent lives
+/// and dies with the session that spawned it; created children are sessions of their own and
+/// stay live). One `session.end` row per session ended.
+pub(crate) fn end(
+    tx: &mut dyn Write,
+    id: Id<'_>,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Session> {
+    let session = require(tx.read(), id)?;
+    if !session.is_live() {
+        return Err(Conflict::SessionEnded(id.as_str().to_owned()).into());
+    }
+    let ended = tx.end_with_spawned(id, now)?;
+    let rows = ended.iter().map(|e| {
+        let detail = if *e == *id.as_str() {
+            json!({})
+        } else {
+            json!({ "ended_with": id.as_str() })
+        };
+        (e.as_str(), detail.to_string())
+    });
+    audit::append_all(tx, now, actor, AuditKind::SessionEnd, rows)?;
+    Ok(Session {
+        ended_at: Some(now),
+        ..session
+    })
+}
+
+/// The subtree of `id` in depth-first order, children oldest first, each with its depth below
+/// `id`.
+pub(crate) fn subtree(r: &mut dyn Read, id: Id<'_>) -> Result<Vec<TreeEntry>> {
+    let rows = r.subtree(id)?;
+    if rows.is_empty() {
+        return Err(Conflict::UnknownSession(id.as_str().to_owned()).into());
+    }
+    Ok(depth_first(rows, &[id.as_str().to_owned()], |s| s)
+        .into_iter()
+        .map(|(session, relative_depth)| TreeEntry {
+            session,
+            relative_depth,
+        })
+        .collect())
+}
+
+/// A tree view from `top`, in one read: each session depth-first with its label (stored, or
+/// what its first read would give it) and its posture. Writes nothing. Run it inside one read
+/// transaction, so that the view is one state of the ledger.
+pub(crate) fn tree(r: &mut dyn Read, top: TreeTop<'_>) -> Result<Vec<TreeNode>> {
+    let rows = r.tree(top)?;
+    let (tops, top_label) = match top {
+        TreeTop::Session(id) => {
+            if rows.is_empty() {
+                return Err(Conflict::UnknownSession(id.as_str().to_owned()).into());
+            }
+            // The top's label, when it is not stored, comes from above the tree.
+            let inherited = match rows.first() {
+                Some(first) if first.label.is_none() => r.nearest_label(id)?.map(|(_, l)| l),
+                _ => None,
+            };
+            (vec![id.as_str().to_owned()], inherited)
+        }
+        TreeTop::Roots => {
+            let roots = rows
+                .iter()
+                .filter(|row| row.session.created_by.is_none())
+                .map(|row| row.session.id.clone())
+                .collect();
+            (roots, None)
+        }
+    };
+    tree_nodes(rows, &tops, top_label)
+}
+
+/// Orders `rows` depth-first from `tops`, children in the order given, each with its depth
+/// below its top.
+fn depth_first<T>(
+    rows: Vec<T>,
+    tops: &[String],
+    session: impl Fn(&T) -> &Session,
+) -> Vec<(T, u32)> {
+    let mut by_id: HashMap<String, T> = HashMap::with_capacity(rows.len());
+    let mut children: HashMap<String, Vec<String>> = HashMap::new();
+    for row in rows {
+        let s = session(&row);
+        if let Some(parent) = &s.created_by {
+            children
+                .entry(parent.clone())
+                .or_default()
+                .push(s.id.clone());
+        }
+        by_id.insert(s.id.clone(), row);
+    }
+    let mut out = Vec::with_capacity(by_id.len());
+    let mut stack: Vec<(String, u32)> = tops.iter().rev().map(|t| (t.clone(), 0)).collect();
+    while let Some((id, rel)) = stack.pop() {
+        if let Some(kids) = children.get(&id) {
+            stack.extend(kids.iter().rev().map(|k| (k.clone(), rel + 1)));
+        }
+        if let Some(row) = by_id.remove(&id) {
+            out.push((row, rel));
+        }
+    }
+    out
+}
+
+/// A tree view's nodes from its rows, depth-first from `tops`. A session that is not
+/// materialized shows the label its first read would give it: its creator's as shown (the
+/// creator comes first in depth-first order), or for a top, `top_label`.
+fn tree_nodes(
+    rows: Vec<TreeRow>,
+    tops: &[String],
+    top_label: Option<Label>,
+) -> Result<Vec<TreeNode>> {
+    let mut shown: HashMap<String, Label> = HashMap::new();
+    let mut nodes = Vec::with_capacity(rows.len());
+    for (row, relative_depth) in depth_first(rows, tops, |r| &r.session) {
+        let materialized = row.label.is_some();
+        let label = match row.label {
+            Some(label) => label,
+            None => {
+                let above = match (relative_depth, &row.session.created_by) {
+                    (0, _) | (_, None) => top_label,
+                    (_, Some(creator)) => shown.get(creator).copied(),
+                };
+                above.ok_or_else(|| {
+                    Corruption::new(format!("{:?} has no materialized ancestor", row.session.id))
+                })?
+            }
+        };
+        let live = row.session.is_live();
+        let counts = |level| Posture::admits(row.posture.as_ref(), live, level);
+        shown.insert(row.session.id.clone(), label);
+        nodes.push(TreeNode {
+            trust: counts(PostureLevel::Trust),
+            trust_reads: counts(PostureLevel::TrustReads),
+            relative_depth,
+            taint: label.taint,
+            untrusted: label.untrusted,
+            materialized,
+            posture: row.posture,
+            session: row.session,
+        });
+    }
+    Ok(nodes)
 }

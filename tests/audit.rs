@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{doc_query, run_sqlite3, Fixture, TestResult};
 use session_ledger::{
-    chain_hash, AuditHead, AuditQuery, ChainProblem, Config, PostureLevel, Propagation,
+    chain_hash, AuditHead, AuditKind, AuditQuery, ChainProblem, Config, PostureLevel, Propagation,
     Synchronous, Taint, Verification,
 };
 
@@ -103,7 +103,7 @@ fn every_row_carries_the_hash_of_its_predecessor_and_its_own() -> TestResult {
             r.seq,
             &session_ledger::format_ts(r.at),
             &r.actor,
-            &r.kind,
+            r.kind.as_str(),
             r.session.as_deref(),
             &detail,
         );
@@ -516,7 +516,10 @@ fn two_cascades_from_one_root_have_different_revocation_ids() -> TestResult {
     );
     assert_eq!(rows[4].0, second);
     // The identifier is in each row's detail, covered by the hash chain.
-    for row in f.ledger.audit(&AuditQuery::all().kind("posture.revoke"))? {
+    for row in f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::PostureRevoke))?
+    {
         assert!(
             row.detail["revocation"] == first || row.detail["revocation"] == second,
             "{row:?}"
@@ -859,10 +862,14 @@ fn pages_before_a_seq_cover_the_trail_newest_first_without_overlap() -> TestResu
     let since = f.ledger.audit(&AuditQuery::all())?[100].at;
     for query in [
         AuditQuery::all(),
-        AuditQuery::all().kind("label.inherit"),
+        AuditQuery::all().kind(AuditKind::LabelInherit),
         AuditQuery::all().session("root"),
-        AuditQuery::all().subtree("root").kind("label.inherit"),
-        AuditQuery::all().kind("session.create").since(since),
+        AuditQuery::all()
+            .subtree("root")
+            .kind(AuditKind::LabelInherit),
+        AuditQuery::all()
+            .kind(AuditKind::SessionCreate)
+            .since(since),
         AuditQuery::all().since(since),
     ] {
         let everything: Vec<i64> = f.ledger.audit(&query)?.into_iter().map(|r| r.seq).collect();

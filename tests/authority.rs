@@ -9,8 +9,8 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use common::{Fixture, TestResult};
 use session_ledger::{
-    AuditQuery, Config, Conflict, Error, InputError, ManualClock, PostureLevel, PostureSource,
-    Propagation, Reason, Taint, Verdict,
+    AuditKind, AuditQuery, Config, Conflict, Error, InputError, ManualClock, PostureLevel,
+    PostureSource, Propagation, Reason, Taint, Verdict,
 };
 
 fn approves(f: &Fixture, id: &str, command: &str, read_only: bool) -> bool {
@@ -89,12 +89,14 @@ fn the_create_audit_records_inherited_trust_on_both_outcomes_created_and_refused
     f.ledger
         .create_child("extra", "conductor", "op")
         .expect_err("refused");
-    let created = f.ledger.audit(&AuditQuery::all().kind("session.create"))?;
+    let created = f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::SessionCreate))?;
     assert_eq!(created[0].detail["inherited_trust"], true);
     assert_eq!(created[0].detail["inherited_trust_reads"], false);
     let refused = f
         .ledger
-        .audit(&AuditQuery::all().kind("session.create_refused"))?;
+        .audit(&AuditQuery::all().kind(AuditKind::SessionCreateRefused))?;
     assert_eq!(refused[0].detail["inherited_trust"], false);
     assert_eq!(refused[0].detail["inherited_trust_reads"], false);
     Ok(())
@@ -335,7 +337,9 @@ fn a_cascade_reaches_created_and_spawned_descendants_at_every_depth_and_only_the
     }
     assert!(trusted(&f, "bystander") && trusted(&f, "b1"));
     // One audit row per session changed, naming the cascade's root and who did it.
-    let rows = f.ledger.audit(&AuditQuery::all().kind("posture.revoke"))?;
+    let rows = f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::PostureRevoke))?;
     assert_eq!(rows.len(), 8);
     let last = rows.last().expect("row");
     assert_eq!(last.actor, "alice");
@@ -477,7 +481,7 @@ fn a_spawned_child_takes_its_parents_posture_at_its_first_read() -> TestResult {
     let spawn = f.ledger.audit(
         &AuditQuery::all()
             .session("sub-conductor-2")
-            .kind("session.spawn"),
+            .kind(AuditKind::SessionSpawn),
     )?;
     assert_eq!(spawn[0].detail["inherited_trust_reads"], false);
     Ok(())
@@ -542,7 +546,9 @@ fn a_new_epoch_makes_older_postures_ask() -> TestResult {
             .inherited_trust
     );
     // The start is audited with how many lapsed.
-    let row = &f.ledger.audit(&AuditQuery::all().kind("epoch.start"))?[0];
+    let row = &f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::EpochStart))?[0];
     assert_eq!(row.detail["lapsed"], 2);
     // A grant in the new epoch counts again.
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
@@ -590,7 +596,7 @@ fn a_global_revoke_clears_every_live_sessions_posture() -> TestResult {
     }
     assert_eq!(
         f.ledger
-            .audit(&AuditQuery::all().kind("posture.revoke"))?
+            .audit(&AuditQuery::all().kind(AuditKind::PostureRevoke))?
             .len(),
         3
     );

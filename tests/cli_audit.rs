@@ -1780,8 +1780,8 @@ fn audit_kind_refuses_an_unknown_kind_with_a_usage_error_that_lists_the_known_ki
     for bad in ["session.craete", "bogus", "SESSION.CREATE", "label.*"] {
         let r = refused_unchanged(&fx.db, &["audit", "--kind", bad])?;
         assert_eq!(r.status.code(), Some(2), "--kind {bad:?}: {}", r.stderr);
-        for kind in session_ledger::AUDIT_KINDS {
-            assert_mentions(&r, kind);
+        for kind in session_ledger::AuditKind::ALL {
+            assert_mentions(&r, kind.as_str());
         }
     }
     let r = run(&fx.db, &["--json", "audit", "--kind", "bogus"]);
@@ -1795,9 +1795,12 @@ fn audit_kind_refuses_an_unknown_kind_with_a_usage_error_that_lists_the_known_ki
         "{e}"
     );
     // Every known kind is still accepted, and filters.
-    for kind in session_ledger::AUDIT_KINDS {
-        let rows = audit_lines(&fx.db, &["--kind", kind])?;
-        assert!(rows.iter().all(|r| r["kind"] == *kind), "--kind {kind}");
+    for kind in session_ledger::AuditKind::ALL {
+        let rows = audit_lines(&fx.db, &["--kind", kind.as_str()])?;
+        assert!(
+            rows.iter().all(|r| r["kind"] == kind.as_str()),
+            "--kind {kind}"
+        );
     }
     Ok(())
 }

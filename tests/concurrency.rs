@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use common::{raw, Fixture, TestResult};
-use session_ledger::{AuditQuery, PostureLevel};
+use session_ledger::{AuditKind, AuditQuery, PostureLevel};
 
 #[test]
 fn a_write_waits_for_another_connections_write_transaction_and_then_succeeds() -> TestResult {
@@ -66,7 +66,7 @@ fn many_threads_creating_and_reading_at_once_all_succeed() -> TestResult {
     }
     // 8 workers, 160 children, 160 spawned: each with its create or spawn row.
     assert_eq!(ledger.subtree("root")?.len(), 1 + 8 + 160 + 160);
-    let inherits = ledger.audit(&AuditQuery::all().kind("label.inherit"))?;
+    let inherits = ledger.audit(&AuditQuery::all().kind(AuditKind::LabelInherit))?;
     assert_eq!(inherits.len(), 8 + 160 + 160);
     Ok(())
 }

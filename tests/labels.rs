@@ -5,7 +5,9 @@ mod common;
 use std::sync::{Arc, Barrier};
 
 use common::{Fixture, TestResult};
-use session_ledger::{AuditQuery, Conflict, Error, InputError, Label, Materialized, Raise, Taint};
+use session_ledger::{
+    AuditKind, AuditQuery, Conflict, Error, InputError, Label, Materialized, Raise, Taint,
+};
 
 const SECRET_UNTRUSTED: Label = Label {
     taint: Taint::Secret,
@@ -77,7 +79,9 @@ fn a_first_read_materializes_every_unmaterialized_session_on_the_path() -> TestR
     }
     // One label.inherit row per session written, in the same transaction.
     assert_eq!(f.count("audit") - before, 3);
-    let inherits = f.ledger.audit(&AuditQuery::all().kind("label.inherit"))?;
+    let inherits = f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::LabelInherit))?;
     let sessions: Vec<_> = inherits.iter().filter_map(|e| e.session.clone()).collect();
     assert_eq!(sessions, ["a", "b", "c"]);
     Ok(())
@@ -358,7 +362,7 @@ fn two_threads_reading_the_same_child_first_both_see_the_same_label_and_it_is_ma
         let inherits = ledger.audit(
             &AuditQuery::all()
                 .session(child.as_str())
-                .kind("label.inherit"),
+                .kind(AuditKind::LabelInherit),
         )?;
         assert_eq!(inherits.len(), 1, "{child} materialized once");
     }

@@ -1423,7 +1423,7 @@ fn revocation_shape(
         (root, propagation, r.sessions.len(), token, still_holding),
         (
             r.root.as_deref(),
-            r.propagation,
+            r.propagation.as_str(),
             r.count,
             r.token.is_some(),
             r.still_holding.is_some()

@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use common::{Fixture, TestResult};
 use session_ledger::{
-    AuditQuery, Config, Conflict, CreationRefused, Error, IdProblem, InputError, ManualClock,
-    Origin, Raise, Taint,
+    AuditKind, AuditQuery, Config, Conflict, CreationRefused, Error, IdProblem, InputError,
+    ManualClock, Origin, Raise, Taint,
 };
 
 fn problem(result: Result<impl std::fmt::Debug, Error>) -> IdProblem {
@@ -199,7 +199,7 @@ fn a_spawned_sub_agent_can_create_and_is_recorded_first() -> TestResult {
 
 fn refusals(f: &Fixture) -> Vec<(Option<String>, String)> {
     f.ledger
-        .audit(&AuditQuery::all().kind("session.create_refused"))
+        .audit(&AuditQuery::all().kind(AuditKind::SessionCreateRefused))
         .expect("audit")
         .into_iter()
         .map(|e| {
@@ -310,7 +310,7 @@ fn a_refused_create_is_audited_with_its_actor_and_creator() -> TestResult {
         .expect_err("refused");
     let row = f
         .ledger
-        .audit(&AuditQuery::all().kind("session.create_refused"))?
+        .audit(&AuditQuery::all().kind(AuditKind::SessionCreateRefused))?
         .pop()
         .expect("refusal row");
     assert_eq!(row.actor, "mallory");
@@ -332,7 +332,7 @@ fn every_change_writes_its_audit_row() -> TestResult {
         .ledger
         .audit(&AuditQuery::all())?
         .into_iter()
-        .map(|e| (e.actor, e.kind, e.session))
+        .map(|e| (e.actor, e.kind.to_string(), e.session))
         .collect();
     let expected = [
         ("alice", "session.root", "root"),
@@ -346,7 +346,9 @@ fn every_change_writes_its_audit_row() -> TestResult {
     ]
     .map(|(a, k, s)| (a.to_owned(), k.to_owned(), Some(s.to_owned())));
     assert_eq!(trail, expected);
-    let create = &f.ledger.audit(&AuditQuery::all().kind("session.create"))?[0];
+    let create = &f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::SessionCreate))?[0];
     assert_eq!(
         create.detail,
         serde_json::json!({
@@ -356,7 +358,9 @@ fn every_change_writes_its_audit_row() -> TestResult {
             "inherited_trust_reads": false,
         })
     );
-    let raise = &f.ledger.audit(&AuditQuery::all().kind("label.raise"))?[0];
+    let raise = &f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::LabelRaise))?[0];
     assert_eq!(raise.detail["before"]["taint"], "private");
     assert_eq!(raise.detail["after"]["taint"], "secret");
     Ok(())
@@ -368,7 +372,7 @@ fn the_audit_query_filters_by_session_kind_and_limit() -> TestResult {
     f.build("root > a b c");
     let rows = f
         .ledger
-        .audit(&AuditQuery::all().kind("session.create").limit(2))?;
+        .audit(&AuditQuery::all().kind(AuditKind::SessionCreate).limit(2))?;
     let ids: Vec<_> = rows.iter().filter_map(|r| r.session.as_deref()).collect();
     assert_eq!(ids, ["b", "c"]);
     let rows = f.ledger.audit(&AuditQuery::all().session("a"))?;
@@ -462,7 +466,9 @@ fn ending_a_session_ends_its_spawned_sub_agents_but_not_its_created_children() -
     assert!(!live("sub-sub-conductor-1-1"));
     assert!(live("worker"));
     assert!(live("sub-worker-1"));
-    let ended = f.ledger.audit(&AuditQuery::all().kind("session.end"))?;
+    let ended = f
+        .ledger
+        .audit(&AuditQuery::all().kind(AuditKind::SessionEnd))?;
     let ids: Vec<_> = ended.iter().filter_map(|e| e.session.as_deref()).collect();
     assert_eq!(
         ids,

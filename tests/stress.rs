@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{Fixture, TestResult};
 use session_ledger::{
-    AuditQuery, Config, Error, Label, PostureLevel, Propagation, Raise, Taint, Verdict,
+    AuditKind, AuditQuery, Config, Error, Label, PostureLevel, Propagation, Raise, Taint, Verdict,
 };
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -201,6 +201,7 @@ fn many_threads_of_mixed_operations_never_see_busy_and_leave_the_rules_intact() 
 
     // Every change has its audit row: the counts the threads saw succeed are in the trail.
     let count = |kind: &str| -> usize {
+        let kind = kind.parse().expect("a known kind");
         ledger
             .audit(&AuditQuery::all().kind(kind))
             .expect("audit")
@@ -212,7 +213,7 @@ fn many_threads_of_mixed_operations_never_see_busy_and_leave_the_rules_intact() 
     assert_eq!(count("posture.grant"), sum(|l| l.grants) + 2);
     assert_eq!(count("session.create_refused"), sum(|l| l.refusals));
     let ends = ledger
-        .audit(&AuditQuery::all().kind("session.end"))?
+        .audit(&AuditQuery::all().kind(AuditKind::SessionEnd))?
         .into_iter()
         .filter(|e| e.detail.get("ended_with").is_none())
         .count();

@@ -18,11 +18,9 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::{audit, grants, labels, postures, sessions};
 use crate::config::{Config, Synchronous};
-use crate::ledger::Ledger;
-use crate::postures::{PostureLevel, Propagation};
-use crate::storage::{audit, grants, labels, postures, sessions};
-use crate::Raise;
+use crate::{Ledger, PostureLevel, Propagation, Raise};
 
 /// The statements on the hot paths, by a name that says what runs them.
 fn hot_statements() -> Vec<(&'static str, &'static str)> {
@@ -38,8 +36,14 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("create root: its label", labels::INSERT_BORN),
         ("decide: ended and posture", postures::DECISION_FACTS),
         ("decide: live scope", grants::LIVE_SCOPE),
-        ("decide: patterns", grants::PATTERN_TEXTS),
+        ("decide, pattern list: patterns", grants::PATTERNS),
+        ("scope list, explain: scopes", grants::SCOPES),
+        ("pattern add", grants::ADD_PATTERN),
+        ("pattern remove", grants::REMOVE_PATTERN),
+        ("scope grant", grants::GRANT_SCOPE),
+        ("scope revoke", grants::REVOKE_SCOPE),
         ("explain, posture: the posture row", postures::POSTURE),
+        ("epoch: the current one", postures::CURRENT_EPOCH),
         ("grant", postures::GRANT),
         ("end: with its spawned sessions", sessions::END_WITH_SPAWNED),
         ("end: one session", sessions::END),
@@ -61,15 +65,15 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
             postures::INHERITED_THROUGH,
         ),
         ("cascade revoke", postures::REVOKE_SUBTREE),
-        ("audit: the head", audit::HEAD_SQL),
-        ("audit: the newest time", audit::LATEST_TIME_SQL),
-        ("audit: append", audit::APPEND_SQL),
-        ("audit: where time order starts", audit::ORDERED_FROM_SQL),
-        ("audit by time: the search's probe", audit::PROBE_SQL),
-        ("audit by time, by page", audit::LIST_SQL),
-        ("audit by session", audit::LIST_BY_SESSION_SQL),
-        ("audit by subtree", audit::LIST_BY_SUBTREE_SQL),
-        ("verify, verify --from: the walk", audit::WALK_SQL),
+        ("audit: the head", audit::HEAD),
+        ("audit: the newest time", audit::LATEST_TIME),
+        ("audit: append", audit::APPEND),
+        ("audit: where time order starts", audit::ORDERED_FROM),
+        ("audit by time: the search's probe", audit::PROBE),
+        ("audit by time, by page", audit::LIST),
+        ("audit by session", audit::LIST_BY_SESSION),
+        ("audit by subtree", audit::LIST_BY_SUBTREE),
+        ("verify, verify --from: the walk", audit::WALK),
     ]
 }
 
@@ -270,6 +274,27 @@ fn inserting_a_session_runs_no_full_scan() -> crate::Result<()> {
         0,
         "the insert stepped through a full scan"
     );
+    Ok(())
+}
+
+#[test]
+fn listings_of_a_session_or_a_subtree_keep_to_the_session_index_with_the_seq_range(
+) -> crate::Result<()> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("ledger.db");
+    build(&path)?;
+    let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    for sql in [audit::LIST_BY_SESSION, audit::LIST_BY_SUBTREE] {
+        let plan = bundled_plan(&conn, sql)?.join("\n");
+        assert!(plan.contains("INDEX audit_by_session"), "{plan}");
+    }
+    let by_session = bundled_plan(&conn, audit::LIST_BY_SESSION)?.join("\n");
+    assert!(
+        by_session.contains("INDEX audit_by_session (session_id=? AND seq>? AND seq<?)"),
+        "{by_session}"
+    );
+    let order = bundled_plan(&conn, audit::ORDERED_FROM)?.join("\n");
+    assert!(order.contains("SEARCH audit_time_order"), "{order}");
     Ok(())
 }
 

@@ -12,9 +12,10 @@ use refinery_core::traits::sync::{Query, Transaction as RefineryTransaction};
 use refinery_core::{Migrate, Migration};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use super::{classify, APPLICATION_ID};
-use crate::check::{BrokenReference, CheckReport};
+use super::classify;
+use super::connection::APPLICATION_ID;
 use crate::error::{Corruption, Error, Location, Result, StorageError};
+use crate::model::{BrokenReference, CheckReport};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -35,7 +36,7 @@ pub(crate) fn supported_version() -> i64 {
 
 /// What [`check`] found at the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Found {
+pub(super) enum Found {
     /// A new file or an empty database: it becomes a ledger when migrated.
     Empty,
     /// A ledger at this schema version, no newer than this build's.
@@ -48,7 +49,7 @@ pub(crate) enum Found {
 impl Found {
     /// True when opening for writing has nothing to do to the schema: a ledger at this build's
     /// version. Anything else runs [`run`].
-    pub(crate) fn is_current(self) -> bool {
+    pub(super) fn is_current(self) -> bool {
         self == Found::Ledger {
             version: supported_version(),
         }
@@ -58,7 +59,7 @@ impl Found {
 /// Refuses a file that is not a ledger or is newer than this build. Reads only: the
 /// application id in the header, and for a ledger the newest of its few history rows (no
 /// table that grows with the ledger is read).
-pub(crate) fn check(conn: &Connection, path: &Path) -> Result<Found> {
+pub(super) fn check(conn: &Connection, path: &Path) -> Result<Found> {
     let app_id: i32 = conn
         .pragma_query_value(None, "application_id", |row| row.get(0))
         .map_err(|e| classify(e, path))?;
@@ -113,7 +114,7 @@ fn applied_version(conn: &Connection) -> Result<i64> {
 /// checked inside its transaction, so a ledger refused for a broken reference is left at the
 /// version it had. The check reads the whole file, so it runs only when a migration ran, and
 /// otherwise only when an operator asks for it ([`integrity`], `session-ledger check`).
-pub(crate) fn run(conn: &mut Connection, path: &Path) -> Result<()> {
+pub(super) fn run(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     check(&tx, path)?;
     if applied_version(&tx)? < supported_version() {
@@ -214,17 +215,16 @@ fn broken_references(conn: &Connection) -> Result<Vec<BrokenReference>> {
     Ok(out)
 }
 
-/// `PRAGMA integrity_check` and `PRAGMA foreign_key_check`, in one read transaction so that
-/// both see the same state. Reads the whole file: an operator's check, never part of opening.
-pub(crate) fn integrity(conn: &Connection) -> Result<CheckReport> {
-    let tx = conn.unchecked_transaction()?;
+/// `PRAGMA integrity_check` and `PRAGMA foreign_key_check`, in the read transaction the caller
+/// runs it in, so that both see the same state. Reads the whole file: an operator's check,
+/// never part of opening.
+pub(super) fn integrity(conn: &Connection) -> Result<CheckReport> {
     let integrity = {
-        let mut stmt = tx.prepare("PRAGMA integrity_check")?;
+        let mut stmt = conn.prepare("PRAGMA integrity_check")?;
         let lines = stmt.query_map([], |row| row.get::<_, String>(0))?;
         lines.collect::<rusqlite::Result<Vec<_>>>()?
     };
-    let broken_references = broken_references(&tx)?;
-    tx.rollback()?;
+    let broken_references = broken_references(conn)?;
     let ok = integrity == ["ok"] && broken_references.is_empty();
     Ok(CheckReport {
         ok,
