@@ -64,7 +64,7 @@ impl Propagation {
 
 impl fmt::Display for Propagation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -110,7 +110,7 @@ impl RevocationKind {
 
 impl fmt::Display for RevocationKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

@@ -83,7 +83,7 @@ audit_kinds! {
 
 impl fmt::Display for AuditKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

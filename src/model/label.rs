@@ -33,7 +33,7 @@ impl Taint {
 
 impl fmt::Display for Taint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

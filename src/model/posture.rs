@@ -31,7 +31,7 @@ impl PostureLevel {
 
 impl fmt::Display for PostureLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

@@ -106,10 +106,16 @@ pub fn ok(db: &Path, args: &[&str]) -> TestResult<String> {
     Ok(r.stdout)
 }
 
-/// Runs the binary with `--json`, requires success, and parses its stdout as one JSON value.
-pub fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
+/// `--json ARGS...`.
+fn with_json<'a>(args: &[&'a str]) -> Vec<&'a str> {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
+    all
+}
+
+/// Runs the binary with `--json`, requires success, and parses its stdout as one JSON value.
+pub fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
+    let all = with_json(args);
     let out = ok(db, &all)?;
     serde_json::from_str(&out)
         .map_err(|e| format!("`{}` printed no JSON value ({e}): {out:?}", all.join(" ")).into())
@@ -117,12 +123,31 @@ pub fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
 
 /// Runs the binary with `--json`, requires success, and parses each stdout line as JSON.
 pub fn ok_json_lines(db: &Path, args: &[&str]) -> TestResult<Vec<Value>> {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
+    let all = with_json(args);
     ok(db, &all)?
         .lines()
-        .map(|l| Ok(serde_json::from_str(l)?))
+        .map(|l| {
+            serde_json::from_str(l).map_err(|e| {
+                format!(
+                    "`{}` printed a line that is not JSON ({e}): {l:?}",
+                    all.join(" ")
+                )
+                .into()
+            })
+        })
         .collect()
+}
+
+/// The keys of a JSON object (none for any other value).
+pub fn keys(v: &Value) -> std::collections::BTreeSet<&str> {
+    v.as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// A JSON string's text; empty for any other value.
+pub fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
 }
 
 /// A failure as the issue requires: non-zero exit code (not a signal), exactly one line on
@@ -210,15 +235,9 @@ pub fn rows(conn: &rusqlite::Connection, sql: &str) -> TestResult<Vec<String>> {
 
 /// `--json audit FILTERS...`: one JSON object a line.
 pub fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {
-    let mut args = vec!["--json", "audit"];
+    let mut args = vec!["audit"];
     args.extend_from_slice(filters);
-    ok(db, &args)?
-        .lines()
-        .map(|l| {
-            serde_json::from_str(l)
-                .map_err(|e| format!("an audit line is not JSON ({e}): {l:?}").into())
-        })
-        .collect()
+    ok_json_lines(db, &args)
 }
 
 /// Every row of every table, as stored, sorted: to show that a command wrote nothing.
