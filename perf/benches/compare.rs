@@ -1,5 +1,5 @@
-//! The comparison harness of issue 5: each ledger operation against its baselines, measured in
-//! one process, each pair interleaved round by round, and reported as
+//! The comparison harness: each ledger operation against its baselines, measured in one
+//! process, each pair interleaved round by round, and reported as
 //!
 //! ```text
 //! ratio NAME VALUE        (VALUE = baseline median / ledger median: above 1, the ledger is faster)
@@ -39,8 +39,9 @@
 //! leaves the posture rows in place (`recorded_once`). Each changes something the present
 //! schema, the rules or the earlier issues' tests pin; the table after these lines says what.
 //!
-//! `COMPARE_QUICK=1 cargo bench --bench compare` runs reduced sizes (under a minute here);
-//! `cargo bench --bench compare` runs the full sizes (100,000-session cascades: about a minute).
+//! `COMPARE_QUICK=1 cargo bench -p session-ledger-perf --bench compare` runs reduced sizes
+//! (under a minute here); `cargo bench -p session-ledger-perf --bench compare` runs the full
+//! sizes (100,000-session cascades: about a minute).
 
 mod support;
 
@@ -168,7 +169,7 @@ struct Bounds {
     alternatives: Vec<Alternative>,
 }
 
-/// The targets of issue 5.
+/// The target ratio of each comparison that has one.
 const TARGETS: [(&str, f64); 8] = [
     ("read_vs_raw", 0.8),
     ("decide_vs_raw", 0.6),

@@ -1,9 +1,9 @@
 //! What the audit hash chain costs a large cascade: one process builds a ledger whose root's
 //! posture has spread to N sessions, then each `measure` run copies it, times one cascade revoke
 //! of the whole tree (N posture rows and N audit rows, one transaction, synchronous=FULL), and
-//! prints the milliseconds. `benches/chain_cost.sh` runs this binary built normally and built with
-//! `--cfg session_ledger_unchained` (same rows, constant hash, no chain trigger), interleaved, and
-//! prints the medians and their ratio.
+//! prints the milliseconds. `chain_cost.sh` (next to this crate's manifest) runs this binary
+//! built normally and built with `--cfg session_ledger_unchained` (same rows, constant hash, no
+//! chain trigger), interleaved, and prints the medians and their ratio.
 //!
 //! ```text
 //! chain_cost build TEMPLATE N
@@ -95,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [cmd, template, n] if cmd == "build" => build(Path::new(template), n.parse()?),
         [cmd, template, work] if cmd == "measure" => measure(Path::new(template), Path::new(work)),
         _ => {
-            eprintln!("run benches/chain_cost.sh (usage: chain_cost build TEMPLATE N | measure TEMPLATE WORKDIR)");
+            eprintln!("run perf/chain_cost.sh (usage: chain_cost build TEMPLATE N | measure TEMPLATE WORKDIR)");
             Ok(())
         }
     }

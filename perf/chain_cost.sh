@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# What the audit hash chain costs a cascade revoke of a large tree (issue 4): the same cascade
+# What the audit hash chain costs a cascade revoke of a large tree: the same cascade
 # timed with the chain and without it (a baseline build with constant hashes and no chain
 # trigger), interleaved in one run, reported as medians and their ratio.
 #
-#   CHAIN_COST_SESSIONS=100000 CHAIN_COST_ROUNDS=7 benches/chain_cost.sh
+#   CHAIN_COST_SESSIONS=100000 CHAIN_COST_ROUNDS=7 perf/chain_cost.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${CHAIN_COST_SESSIONS:-100000}"
@@ -11,10 +11,10 @@ rounds="${CHAIN_COST_ROUNDS:-7}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-chained() { cargo bench -q --bench chain_cost -- "$@"; }
+chained() { cargo bench -q -p session-ledger-perf --bench chain_cost -- "$@"; }
 unchained() {
     RUSTFLAGS="--cfg session_ledger_unchained" CARGO_TARGET_DIR=target/unchained \
-        cargo bench -q --bench chain_cost -- "$@"
+        cargo bench -q -p session-ledger-perf --bench chain_cost -- "$@"
 }
 chained >/dev/null     # build both before timing anything
 unchained >/dev/null
