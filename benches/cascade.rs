@@ -6,11 +6,11 @@
 //!
 //! Inputs: for each size, one template ledger built once, before that size is measured,
 //! through the fast building handle (see `benches/support/mod.rs`): a root `root` granted
-//! `trust` and N - 1 sessions below it, fan-out 10, created breadth-first (as in
-//! `benches/chain_cost.rs`), so each inherits `trust`; then checkpointed into one file. The
-//! `iter_batched_ref` setup (not timed) copies the template to a new file, fsyncs the copy,
-//! opens it with the default `Config` and takes a pooled connection once so the timed call
-//! does not open one. The copy is closed and deleted after timing.
+//! `trust` and N - 1 sessions below it, fan-out 10, created breadth-first, so each inherits
+//! `trust`; then checkpointed into one file. The `iter_batched_ref` setup (not timed) copies
+//! the template to a new file, fsyncs the copy, opens it with the default `Config` and takes a
+//! pooled connection once so the timed call does not open one. The copy is closed and deleted
+//! after timing.
 //!
 //! Sampling is flat (the same number of iterations in each sample) with 10 samples, and the
 //! measurement time grows with the size: 5 s, 10 s, 40 s. The 100,000 case runs about 20

@@ -1,6 +1,6 @@
 //! The floor under every durable write on this disk, measured without SQLite: what one commit's
 //! sync costs at best, next to what the JSON store's atomic rewrite costs. `raise_vs_json` and
-//! `create_vs_raw` in `benches/compare.rs` cannot beat the ratios these numbers allow.
+//! `create_vs_raw` in `perf/benches/compare.rs` cannot beat the ratios these numbers allow.
 //!
 //! ```text
 //! cargo bench --bench fsync_floor          # FSYNC_ROUNDS=N to change the 400 rounds
@@ -12,7 +12,7 @@
 //! * `overwrite N pages + fdatasync`: N 4 KiB pages written into a 16 MiB file that already
 //!   exists, then synced: a commit into a WAL that is being reused;
 //! * `append N pages + fdatasync`: the same into a file that grows: a commit into a new WAL;
-//! * `JSON atomic rewrite`: what `benches/compare.rs` times for the JSON store: a temp file
+//! * `JSON atomic rewrite`: what `perf/benches/compare.rs` times for the JSON store: a temp file
 //!   written, fsynced, and renamed over the session's file.
 
 use std::fs::{self, File, OpenOptions};

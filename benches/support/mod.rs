@@ -1,10 +1,11 @@
-//! Shared input building for the criterion benches (`benches/*.rs`, one operation each). Nothing
-//! here runs inside a timed closure.
+//! Shared input building for the benches (`benches/*.rs`: the criterion benches, one operation
+//! each, and the scale bench); the research harness in `perf/` includes this file as well.
+//! Nothing here runs inside a timed closure.
 //!
 //! Inputs are built through a second [`Ledger`] handle on the same file, opened with
-//! [`builder_config`]: `synchronous=NORMAL` and every creation bound lifted, as in
-//! `benches/chain_cost.rs`. The calls being measured go through a handle opened with the
-//! default [`Config`] (`synchronous=FULL`, the default bounds), unless a bench says otherwise.
+//! [`builder_config`]: `synchronous=NORMAL` and every creation bound lifted. The calls being
+//! measured go through a handle opened with the default [`Config`] (`synchronous=FULL`, the
+//! default bounds), unless a bench says otherwise.
 //! `synchronous` is a per-connection setting, so the two handles coexist on one file.
 //!
 //! A NORMAL commit leaves its WAL frames in the page cache; the next FULL commit's fsync would
@@ -40,8 +41,7 @@ pub fn builder(path: &Path) -> Ledger {
 }
 
 /// Creates `n` sessions below `root` (which must exist), breadth-first with `fanout` children
-/// each, named `<parent>.<k>` as in `benches/chain_cost.rs`. Returns their ids, in creation
-/// order; `root` is not among them.
+/// each, named `<parent>.<k>`. Returns their ids, in creation order; `root` is not among them.
 pub fn grow_tree(ledger: &Ledger, root: &str, n: usize, fanout: usize) -> Vec<String> {
     let mut made = Vec::with_capacity(n);
     let mut parents = vec![root.to_owned()];
@@ -65,17 +65,6 @@ pub fn grow_tree(ledger: &Ledger, root: &str, n: usize, fanout: usize) -> Vec<St
         next_parent += 1;
     }
     made
-}
-
-/// Roots `creator000` to `creator099`, each granted `trust`: creators whose children inherit it.
-pub fn trusted_creators(ledger: &Ledger) {
-    for c in 0..100 {
-        let creator = format!("creator{c:03}");
-        ledger.create_root(&creator, ACTOR).expect("creator");
-        ledger
-            .grant(&creator, session_ledger::PostureLevel::Trust, ACTOR)
-            .expect("grant");
-    }
 }
 
 /// Materializes each of `ids` (a first read each, through `ledger`).

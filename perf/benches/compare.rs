@@ -1,5 +1,5 @@
-//! The comparison harness of issue 5: each ledger operation against its baselines, measured in
-//! one process, each pair interleaved round by round, and reported as
+//! The comparison harness: each ledger operation against its baselines, measured in one
+//! process, each pair interleaved round by round, and reported as
 //!
 //! ```text
 //! ratio NAME VALUE        (VALUE = baseline median / ledger median: above 1, the ledger is faster)
@@ -39,9 +39,11 @@
 //! leaves the posture rows in place (`recorded_once`). Each changes something the present
 //! schema, the rules or the earlier issues' tests pin; the table after these lines says what.
 //!
-//! `COMPARE_QUICK=1 cargo bench --bench compare` runs reduced sizes (under a minute here);
-//! `cargo bench --bench compare` runs the full sizes (100,000-session cascades: about a minute).
+//! `COMPARE_QUICK=1 cargo bench -p session-ledger-perf --bench compare` runs reduced sizes
+//! (under a minute here); `cargo bench -p session-ledger-perf --bench compare` runs the full
+//! sizes (100,000-session cascades: about a minute).
 
+#[macro_use]
 mod support;
 
 use std::fs;
@@ -53,6 +55,7 @@ use rusqlite::Connection;
 use session_ledger::{
     chain_hash, format_ts, Config, Ledger, PostureLevel, Propagation, Raise, Synchronous, Taint,
 };
+use support::CASCADE_DELETE;
 
 /// Sizes for one run.
 struct Sizes {
@@ -168,7 +171,7 @@ struct Bounds {
     alternatives: Vec<Alternative>,
 }
 
-/// The targets of issue 5.
+/// The target ratio of each comparison that has one.
 const TARGETS: [(&str, f64); 8] = [
     ("read_vs_raw", 0.8),
     ("decide_vs_raw", 0.6),
@@ -770,19 +773,6 @@ fn inherited_rows(conn: &Connection, chain: &str, audit: InheritAudit) {
     conn.execute_batch("COMMIT").expect("commit");
 }
 
-/// A ledger whose trusted root has passed trust to `n - 1` descendants (fan-out 10, built
-/// breadth-first), checkpointed so that a copy of the main file is the whole ledger.
-fn cascade_template(path: &Path, n: usize) {
-    let ledger = support::builder(path);
-    ledger.create_root("root", support::ACTOR).expect("root");
-    ledger
-        .grant("root", PostureLevel::Trust, support::ACTOR)
-        .expect("grant");
-    support::grow_tree(&ledger, "root", n - 1, 10);
-    drop(ledger);
-    support::checkpoint(path);
-}
-
 /// The audit trail of a ledger file, extended from outside the library as the library extends
 /// it: the next `seq`, the previous row's hash as `prev_hash`, the SHA3-256 link from
 /// [`chain_hash`], one prepared single-row INSERT per row, all in the caller's transaction.
@@ -897,31 +887,9 @@ fn cascade_audit_rows(conn: &Connection, root: &str) -> usize {
     held.len()
 }
 
-/// The subtree of `:root`, walked as the ledger walks it, for the statements below.
-macro_rules! subtree {
-    () => {
-        "WITH RECURSIVE subtree (id) AS (
-             SELECT id FROM sessions WHERE id = :root
-             UNION ALL
-             SELECT s.id FROM sessions AS s JOIN subtree ON s.created_by = subtree.id
-         )"
-    };
-}
-
-/// The ledger's cascade statement (`storage::postures::revoke_subtree`): every posture in the
-/// subtree of `:root` removed, and what each was.
-const CASCADE_DELETE: &str = concat!(
-    subtree!(),
-    "
-     DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)
-     RETURNING session_id, posture, source, granted_on,
-               (SELECT depth FROM sessions WHERE sessions.id = postures.session_id),
-               epoch = (SELECT max(epoch) FROM epochs)"
-);
-
-/// The same walk, reading what each posture in the subtree is and leaving it in place: what a
-/// cascade that is recorded once and honoured at decision time must still read to report who
-/// it affects.
+/// The walk of [`CASCADE_DELETE`], reading what each posture in the subtree is and leaving it
+/// in place: what a cascade that is recorded once and honoured at decision time must still read
+/// to report who it affects.
 const CASCADE_SELECT: &str = concat!(
     subtree!(),
     "
@@ -971,7 +939,7 @@ fn cascades(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
     let mut pairs = Vec::new();
     for &(name, n, rounds) in &sizes.cascades {
         let template = dir.join(format!("template-{n}.db"));
-        cascade_template(&template, n);
+        support::cascade_template(&template, n);
         // Per round: the ledger, the naive walk, the floor and the two alternatives, each on a
         // fresh copy of the template, in an order that rotates from round to round. Opening is
         // not timed.

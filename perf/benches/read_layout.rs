@@ -5,8 +5,8 @@
 //! create and one raise write, a first read at depth 64 without its sync, and what an open
 //! costs with and without the kept WAL file.
 //!
-//! `cargo bench --bench read_layout` prints one line per measurement, each the median of 7
-//! rounds of 20,000 statements (2,000 transactions for the writes).
+//! `cargo bench -p session-ledger-perf --bench read_layout` prints one line per measurement,
+//! each the median of 7 rounds of 20,000 statements (2,000 transactions for the writes).
 
 mod support;
 
