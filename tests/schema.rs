@@ -6,7 +6,7 @@ mod common;
 use std::fs;
 
 use common::{raw, Fixture, TestResult};
-use session_ledger::{Config, Error, Ledger, StorageError};
+use session_ledger::{AuditKind, Config, Error, Ledger, StorageError};
 
 #[test]
 fn audit_rows_cannot_be_updated_or_deleted() -> TestResult {
@@ -30,6 +30,20 @@ fn audit_rows_cannot_be_updated_or_deleted() -> TestResult {
         );
     }
     assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn the_library_knows_exactly_the_audit_kinds_of_a_fresh_ledgers_table() -> TestResult {
+    let f = Fixture::new();
+    let conn = f.sql();
+    let mut stmt = conn.prepare("SELECT kind FROM audit_kinds ORDER BY kind")?;
+    let table = stmt
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut known: Vec<String> = AuditKind::ALL.iter().map(|k| k.to_string()).collect();
+    known.sort();
+    assert_eq!(known, table);
     Ok(())
 }
 
@@ -329,7 +343,7 @@ fn a_read_only_ledger_is_refused_with_its_own_error() -> TestResult {
 }
 
 mod embedded {
-    refinery::embed_migrations!("migrations");
+    refinery::embed_migrations!("migrations/sqlite");
 }
 
 fn schema_of(path: &std::path::Path) -> Vec<(String, String, Option<String>)> {

@@ -3,11 +3,11 @@
 //!
 //! - Every statement of the current schema version ("Schema version 8", "8 for this version",
 //!   "eight migrations") is `session_ledger::schema_version()` and the number of `V*.sql` files
-//!   in `migrations/`, and no "version N" names a version newer than that. "Schema version N"
+//!   in `migrations/sqlite/`, and no "version N" names a version newer than that. "Schema version N"
 //!   always means the current one; the doc names a past version as "version N" ("since
 //!   version 7").
 //! - The migrations the doc lists, and the example output of `refinery_schema_history`, are the
-//!   files in `migrations/`, in order.
+//!   files in `migrations/sqlite/`, in order.
 //! - The tables (`## \`name\`` headings, with `refinery_schema_history` documented apart) and
 //!   the views (the paragraphs of the Views section that start with a view's name) are exactly
 //!   those of a freshly created ledger.
@@ -35,7 +35,7 @@ fn package_file(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
-/// `migrations/V{version}__{name}.sql`, read from the directory, ordered by version.
+/// `migrations/sqlite/V{version}__{name}.sql`, read from the directory, ordered by version.
 struct Migration {
     version: i64,
     name: String,
@@ -43,10 +43,10 @@ struct Migration {
 }
 
 fn migrations() -> Vec<Migration> {
-    let dir = package_file("migrations");
+    let dir = package_file("migrations/sqlite");
     let mut found = Vec::new();
-    for entry in fs::read_dir(&dir).expect("read migrations/") {
-        let file = entry.expect("read migrations/").file_name();
+    for entry in fs::read_dir(&dir).expect("read migrations/sqlite/") {
+        let file = entry.expect("read migrations/sqlite/").file_name();
         let file = file
             .to_str()
             .expect("a migration's file name is UTF-8")
@@ -56,10 +56,10 @@ fn migrations() -> Vec<Migration> {
         };
         let (version, name) = stem
             .split_once("__")
-            .unwrap_or_else(|| panic!("migrations/{file}: not V{{n}}__{{name}}.sql"));
+            .unwrap_or_else(|| panic!("migrations/sqlite/{file}: not V{{n}}__{{name}}.sql"));
         let version = version
             .parse()
-            .unwrap_or_else(|_| panic!("migrations/{file}: the version is not a number"));
+            .unwrap_or_else(|_| panic!("migrations/sqlite/{file}: the version is not a number"));
         found.push(Migration {
             version,
             name: name.to_owned(),
@@ -268,18 +268,18 @@ fn the_migrations_run_from_v1_without_a_gap_and_a_fresh_ledger_applies_them_all(
     let expected: Vec<i64> = (1..=files.len() as i64).collect();
     assert_eq!(
         versions, expected,
-        "migrations/ must hold V1 to Vn, each once"
+        "migrations/sqlite/ must hold V1 to Vn, each once"
     );
     assert_eq!(
         session_ledger::schema_version(),
         current_version(),
-        "session_ledger::schema_version() is not the number of V*.sql files in migrations/"
+        "session_ledger::schema_version() is not the number of V*.sql files in migrations/sqlite/"
     );
     let applied = FreshLedger::new().history();
     let files: Vec<(i64, String)> = files.into_iter().map(|m| (m.version, m.name)).collect();
     assert_eq!(
         applied, files,
-        "a fresh ledger's {HISTORY} is not the migrations/ directory"
+        "a fresh ledger's {HISTORY} is not the migrations/sqlite/ directory"
     );
     Ok(())
 }
@@ -291,7 +291,7 @@ fn every_schema_version_the_doc_states_is_the_migrations_version() -> TestResult
     let version = current_version();
     let built = session_ledger::schema_version();
     let source = format!(
-        "session_ledger::schema_version() is {built}; migrations/ holds {version} V*.sql files"
+        "session_ledger::schema_version() is {built}; migrations/sqlite/ holds {version} V*.sql files"
     );
     let mut problems = Vec::new();
     let mut statements = 0;
@@ -329,7 +329,7 @@ fn every_schema_version_the_doc_states_is_the_migrations_version() -> TestResult
         if let (Some(n), true) = (number(word), said(1, "migrations")) {
             if n != version {
                 problems.push(format!(
-                    "{}: counts {n} migrations, but migrations/ holds {version} V*.sql files{}",
+                    "{}: counts {n} migrations, but migrations/sqlite/ holds {version} V*.sql files{}",
                     at(line),
                     quote(&lines, line)
                 ));
@@ -370,11 +370,11 @@ fn the_doc_lists_every_migration_and_its_history_example_shows_them_all() -> Tes
     let files = migrations();
     let mut problems = Vec::new();
 
-    // The list of migrations: each `migrations/V…sql` named in the doc, in order of first mention.
+    // The list of migrations: each `migrations/sqlite/V…sql` named in the doc, in order of first mention.
     let mut listed: Vec<(usize, String)> = Vec::new();
     for line in &lines {
         for name in backticked(&line.text) {
-            if let Some(file) = name.strip_prefix("migrations/") {
+            if let Some(file) = name.strip_prefix("migrations/sqlite/") {
                 if !listed.iter().any(|(_, f)| f == file) {
                     listed.push((line.no, file.to_owned()));
                 }
@@ -387,18 +387,18 @@ fn the_doc_lists_every_migration_and_its_history_example_shows_them_all() -> Tes
         for (no, file) in &listed {
             if !actual_files.contains(&file.as_str()) {
                 problems.push(format!(
-                    "{}: lists migrations/{file}, which does not exist",
+                    "{}: lists migrations/sqlite/{file}, which does not exist",
                     at(*no)
                 ));
             }
         }
         for file in &actual_files {
             if !listed_files.contains(file) {
-                problems.push(format!("{DOC} does not list migrations/{file}"));
+                problems.push(format!("{DOC} does not list migrations/sqlite/{file}"));
             }
         }
         problems.push(format!(
-            "{DOC} lists the migrations {listed_files:?}; migrations/ holds {actual_files:?}"
+            "{DOC} lists the migrations {listed_files:?}; migrations/sqlite/ holds {actual_files:?}"
         ));
     }
 

@@ -1,6 +1,6 @@
 //! Schema identity and migrations.
 //!
-//! Migrations are the refinery files in `migrations/`, embedded at build time. They run in one
+//! Migrations are the refinery files in `migrations/sqlite/`, embedded at build time. They run in one
 //! `BEGIN IMMEDIATE` transaction together with the checks that decide whether to run them, so two
 //! processes opening a new file at once cannot both migrate it, and a failed migration leaves
 //! nothing behind. A file that is not a ledger, or whose schema is newer than this build, is
@@ -18,7 +18,7 @@ use crate::error::{Corruption, Error, Location, Result, StorageError};
 use crate::model::{BrokenReference, CheckReport};
 
 mod embedded {
-    refinery::embed_migrations!("migrations");
+    refinery::embed_migrations!("migrations/sqlite");
 }
 
 /// refinery's bookkeeping table.

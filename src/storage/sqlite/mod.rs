@@ -6,7 +6,7 @@
 //! so writers queue on the lock (`busy_timeout`) and never fail a transaction half way with
 //! `SQLITE_BUSY`. Nothing is retried: a write that waited its whole timeout fails. The strategy
 //! is written down in `docs/concurrency.md`; the schema, with the triggers that keep the storage
-//! contract, is in `migrations/` and `docs/schema.md`.
+//! contract, is in `migrations/sqlite/` and `docs/schema.md`.
 //!
 //! Every statement is a constant next to the function that runs it, every value a bound
 //! parameter, every row read by column name. `tests/plans.rs` holds the hot statements' query
