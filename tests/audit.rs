@@ -1,34 +1,21 @@
 //! The audit hash chain (rule A3): both verifiers, the library's and the documented SQL query
 //! run by the stock sqlite3 shell, detect every kind of tampering, and agree.
 
+#[macro_use]
 mod common;
 
 use std::time::Duration;
 
-use common::{doc_query, run_sqlite3, Fixture, TestResult};
+use common::{Engine, Fixture, TestResult};
 use session_ledger::{
     chain_hash, AuditHead, AuditKind, AuditQuery, ChainProblem, Config, PostureLevel, Propagation,
     Synchronous, Taint, Verification,
 };
 
-/// The documented SQL verifier's answer: `None` when every row verifies.
-fn sql_verdict(f: &Fixture) -> Option<(i64, String)> {
-    let q = doc_query("verify-chain");
-    let out = run_sqlite3(&f.path(), &q.sql, &[]);
-    let line = out.lines().nth(1)?;
-    let (seq, problem) = line.split_once('|').expect("seq|problem");
-    Some((seq.parse().expect("seq"), problem.to_owned()))
-}
-
-/// The documented SQL head check: `ok`, `truncated` or `head_mismatch`.
-fn sql_head_check(f: &Fixture, head: &AuditHead) -> String {
-    let q = doc_query("check-head");
-    let params = [
-        (":seq".to_owned(), head.seq.to_string()),
-        (":hash".to_owned(), format!("'{}'", head.hash)),
-    ];
-    let out = run_sqlite3(&f.path(), &q.sql, &params);
-    out.lines().nth(1).expect("one row").to_owned()
+/// The stored text of a row's detail: the bytes its hash covers.
+fn stored_detail(f: &Fixture, seq: i64) -> String {
+    let rows = f.query(&format!("SELECT detail FROM audit WHERE seq = {seq}"));
+    rows[0][0].clone().expect("a detail")
 }
 
 fn rust_verdict(v: &Verification) -> Option<(i64, String)> {
@@ -40,9 +27,8 @@ fn rust_verdict(v: &Verification) -> Option<(i64, String)> {
     ))
 }
 
-/// A small ledger with every kind of row.
-fn busy() -> Fixture {
-    let f = Fixture::new();
+/// Fills `f` with a small ledger with every kind of row.
+fn fill_busy(f: &Fixture) {
     f.ledger.create_root("conductor", "alice").expect("root");
     f.ledger
         .grant("conductor", PostureLevel::Trust, "alice")
@@ -61,43 +47,29 @@ fn busy() -> Fixture {
         .expect("cascade");
     f.ledger.start_epoch("dashboard").expect("epoch");
     f.ledger.end("w2", "carol").expect("end");
-    f
 }
 
-fn drop_guards(f: &Fixture) {
-    f.sql()
-        .execute_batch(
-            "DROP TRIGGER audit_is_append_only_update;
-             DROP TRIGGER audit_is_append_only_delete;",
-        )
-        .expect("drop the append-only triggers, as a tamperer would");
-}
-
-#[test]
-fn a_busy_ledger_verifies_with_both_verifiers() -> TestResult {
-    let f = busy();
+fn a_busy_ledger_verifies_with_both_verifiers(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
     let v = f.ledger.verify(None)?;
     assert!(v.ok, "{v:?}");
     assert_eq!(v.rows as i64, f.count("audit"));
     assert_eq!(v.head, f.ledger.audit_head()?);
-    assert_eq!(sql_verdict(&f), None);
-    assert_eq!(sql_head_check(&f, &v.head), "ok");
+    assert_eq!(f.verify_in_sql(), None);
+    assert_eq!(f.check_head_in_sql(&v.head), "ok");
     Ok(())
 }
 
-#[test]
-fn every_row_carries_the_hash_of_its_predecessor_and_its_own() -> TestResult {
-    let f = busy();
+fn every_row_carries_the_hash_of_its_predecessor_and_its_own(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
     let rows = f.ledger.audit(&AuditQuery::all())?;
     let mut prev = session_ledger::GENESIS_HASH.to_owned();
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(r.seq, i as i64 + 1);
         assert_eq!(r.prev_hash, prev);
-        let detail =
-            f.sql()
-                .query_row("SELECT detail FROM audit WHERE seq = ?1", [r.seq], |row| {
-                    row.get::<_, String>(0)
-                })?;
+        let detail = stored_detail(&f, r.seq);
         let expected = chain_hash(
             &prev,
             r.seq,
@@ -113,130 +85,129 @@ fn every_row_carries_the_hash_of_its_predecessor_and_its_own() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn editing_a_row_is_detected_by_both_verifiers() -> TestResult {
-    let f = busy();
-    drop_guards(&f);
-    f.sql()
-        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = 5", [])?;
+fn editing_a_row_is_detected_by_both_verifiers(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
+    f.tamper("UPDATE audit SET actor = 'mallory' WHERE seq = 5");
     let v = f.ledger.verify(None)?;
     assert!(!v.ok);
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
         (Some(5), Some(ChainProblem::HashMismatch))
     );
-    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    assert_eq!(f.verify_in_sql(), rust_verdict(&v));
     Ok(())
 }
 
-#[test]
-fn editing_a_row_and_recomputing_its_hash_is_detected_at_the_next_row() -> TestResult {
-    let f = busy();
-    drop_guards(&f);
-    let conn = f.sql();
-    let (prev, at, actor, kind, session): (String, String, String, String, Option<String>) = conn
-        .query_row(
-        "SELECT prev_hash, at, actor, kind, session_id FROM audit WHERE seq = 6",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-    )?;
+fn editing_a_row_and_recomputing_its_hash_is_detected_at_the_next_row(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
+    let row = f.ledger.audit(&AuditQuery::all())?.remove(5);
+    assert_eq!(row.seq, 6);
     let forged = r#"{"forged":true}"#;
-    let hash = chain_hash(&prev, 6, &at, &actor, &kind, session.as_deref(), forged);
-    conn.execute(
-        "UPDATE audit SET detail = ?1, hash = ?2 WHERE seq = 6",
-        (forged, &hash),
-    )?;
+    let at = session_ledger::format_ts(row.at);
+    let session = row.session.as_deref();
+    let hash = chain_hash(
+        &row.prev_hash,
+        6,
+        &at,
+        &row.actor,
+        row.kind.as_str(),
+        session,
+        forged,
+    );
+    f.tamper(&format!(
+        "UPDATE audit SET detail = '{forged}', hash = '{hash}' WHERE seq = 6"
+    ));
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
         (Some(7), Some(ChainProblem::BrokenLink))
     );
-    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    assert_eq!(f.verify_in_sql(), rust_verdict(&v));
     Ok(())
 }
 
-#[test]
-fn deleting_a_row_in_the_middle_is_detected_by_both_verifiers() -> TestResult {
-    let f = busy();
-    drop_guards(&f);
-    f.sql().execute("DELETE FROM audit WHERE seq = 8", [])?;
+fn deleting_a_row_in_the_middle_is_detected_by_both_verifiers(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
+    f.tamper("DELETE FROM audit WHERE seq = 8");
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
         (Some(9), Some(ChainProblem::Gap))
     );
-    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    assert_eq!(f.verify_in_sql(), rust_verdict(&v));
     // Deleting the first row too.
-    f.sql().execute("DELETE FROM audit WHERE seq = 1", [])?;
+    f.tamper("DELETE FROM audit WHERE seq = 1");
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
         (Some(2), Some(ChainProblem::Gap))
     );
-    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    assert_eq!(f.verify_in_sql(), rust_verdict(&v));
     Ok(())
 }
 
-#[test]
-fn truncating_the_tail_past_a_saved_head_is_detected_by_both_verifiers() -> TestResult {
-    let f = busy();
+fn truncating_the_tail_past_a_saved_head_is_detected_by_both_verifiers(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
     let saved = f.ledger.audit_head()?;
-    drop_guards(&f);
-    f.sql()
-        .execute("DELETE FROM audit WHERE seq > ?1", [saved.seq - 3])?;
+    f.tamper(&format!("DELETE FROM audit WHERE seq > {}", saved.seq - 3));
     // What is left is a valid chain: only the saved head shows the loss.
     assert!(f.ledger.verify(None)?.ok);
-    assert_eq!(sql_verdict(&f), None);
+    assert_eq!(f.verify_in_sql(), None);
     let v = f.ledger.verify(Some(&saved))?;
     assert!(!v.ok);
     assert_eq!(
         (v.first_bad_seq, v.problem),
         (Some(saved.seq), Some(ChainProblem::Truncated))
     );
-    assert_eq!(sql_head_check(&f, &saved), "truncated");
+    assert_eq!(f.check_head_in_sql(&saved), "truncated");
     Ok(())
 }
 
 /// A busy ledger whose newest row, saved as a head, was then removed and replaced by a
 /// different row, correctly chained: the head returned is the one saved before.
-fn head_replaced() -> (Fixture, AuditHead) {
-    let f = busy();
+fn replace_head(f: &Fixture) -> AuditHead {
+    fill_busy(f);
     let saved = f.ledger.audit_head().expect("head");
-    drop_guards(&f);
-    f.sql()
-        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])
-        .expect("delete the newest row");
+    f.tamper(&format!("DELETE FROM audit WHERE seq = {}", saved.seq));
     f.ledger.create_root("cover-up", "mallory").expect("append");
-    (f, saved)
+    saved
 }
 
-#[test]
-fn a_rewritten_tail_is_detected_against_a_saved_head() -> TestResult {
-    let (f, saved) = head_replaced();
+fn a_rewritten_tail_is_detected_against_a_saved_head(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let saved = replace_head(&f);
     assert!(f.ledger.verify(None)?.ok);
     let v = f.ledger.verify(Some(&saved))?;
     assert_eq!(v.problem, Some(ChainProblem::HeadMismatch));
-    assert_eq!(sql_head_check(&f, &saved), "head_mismatch");
+    assert_eq!(f.check_head_in_sql(&saved), "head_mismatch");
     Ok(())
 }
 
-#[test]
-fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema() -> TestResult {
-    let f = busy();
+fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
     let head = f.ledger.audit_head()?;
-    let conn = f.sql();
-    let insert = "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
-                  VALUES (?1, '2999-01-01T00:00:00.000Z', 'x', 'session.end', 'w1', '{}', ?2, ?3)";
     let good_hash = "a".repeat(64);
     for (seq, prev, hash) in [
         (head.seq + 2, head.hash.clone(), good_hash.clone()), // skips a seq
         (head.seq + 1, "0".repeat(64), good_hash.clone()),    // wrong prev_hash
         (head.seq + 1, head.hash.clone(), "xyz".to_owned()),  // malformed hash
     ] {
-        let err = conn
-            .execute(insert, (seq, &prev, &hash))
-            .expect_err("refused");
-        assert!(err.to_string().contains("hash chain"), "{err}");
+        let insert = format!(
+            "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+             VALUES ({seq}, '2999-01-01T00:00:00.000Z', 'x', 'session.end', 'w1', '{{}}',
+                     '{prev}', '{hash}')"
+        );
+        let err = f.exec(&insert).expect_err("refused");
+        assert!(err.contains("hash chain"), "{err}");
     }
     assert!(f.ledger.verify(None)?.ok);
     Ok(())
@@ -258,12 +229,11 @@ fn a_malformed_saved_head_is_refused() {
     assert_eq!(good.parse::<AuditHead>().expect("parses").to_string(), good);
 }
 
-#[test]
-fn the_audit_query_filters_by_subtree_and_time() -> TestResult {
+fn the_audit_query_filters_by_subtree_and_time(engine: Engine) -> TestResult {
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse()?,
     ));
-    let f = Fixture::with(Config::default().clock(clock.clone()));
+    let f = fixture!(engine, Config::default().clock(clock.clone()));
     f.build("a > a1; a1 > a2; b > b1");
     clock.advance(chrono::TimeDelta::hours(1));
     f.ledger.end("a2", "op")?;
@@ -290,9 +260,8 @@ fn the_audit_query_filters_by_subtree_and_time() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn explain_traces_a_posture_back_to_the_operators_grant_row() -> TestResult {
-    let f = Fixture::new();
+fn explain_traces_a_posture_back_to_the_operators_grant_row(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build("conductor > w1; w1 > w2");
@@ -317,13 +286,13 @@ fn explain_traces_a_posture_back_to_the_operators_grant_row() -> TestResult {
     Ok(())
 }
 
-#[test]
 fn explain_names_the_grant_a_posture_came_from_when_a_later_grant_shares_its_millisecond(
+    engine: Engine,
 ) -> TestResult {
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse()?,
     ));
-    let f = Fixture::with(Config::default().clock(clock));
+    let f = fixture!(engine, Config::default().clock(clock));
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -346,13 +315,7 @@ fn explain_names_the_grant_a_posture_came_from_when_a_later_grant_shares_its_mil
 /// sessions under a trusted root (one row each), the first read of each chain's end (one
 /// `label.inherit` row per session, in one transaction per chain), and one cascade revoking
 /// every posture (one row per session, in one transaction).
-fn large(rows: usize) -> Fixture {
-    let f = Fixture::with(
-        Config::default()
-            .synchronous(Synchronous::Normal)
-            .max_live_children(u32::MAX)
-            .creation_rate(u32::MAX, Duration::from_secs(1)),
-    );
+fn grow_large(f: &Fixture, rows: usize) {
     f.ledger.create_root("root", "op").expect("root");
     f.ledger
         .grant("root", PostureLevel::Trust, "op")
@@ -374,33 +337,37 @@ fn large(rows: usize) -> Fixture {
     f.ledger
         .revoke("root", Propagation::Cascade { token: None }, "op")
         .expect("cascade");
-    f
 }
 
-#[test]
-fn the_rust_verifier_and_the_sql_query_agree_on_a_ledger_of_100_000_rows() -> TestResult {
-    let f = large(100_000);
+/// No bound in the way of building a large ledger quickly.
+fn unbounded() -> Config {
+    Config::default()
+        .synchronous(Synchronous::Normal)
+        .max_live_children(u32::MAX)
+        .creation_rate(u32::MAX, Duration::from_secs(1))
+}
+
+fn the_rust_verifier_and_the_sql_query_agree_on_a_ledger_of_100_000_rows(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine, unbounded());
+    grow_large(&f, 100_000);
     let v = f.ledger.verify(None)?;
     assert!(v.rows >= 100_000, "{} rows", v.rows);
     assert!(v.ok);
-    assert_eq!(sql_verdict(&f), None);
-    drop_guards(&f);
-    f.sql().execute(
-        "UPDATE audit SET detail = '{\"x\":1}' WHERE seq = 77777",
-        [],
-    )?;
+    assert_eq!(f.verify_in_sql(), None);
+    f.tamper("UPDATE audit SET detail = '{\"x\":1}' WHERE seq = 77777");
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
         (Some(77_777), Some(ChainProblem::HashMismatch))
     );
-    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    assert_eq!(f.verify_in_sql(), rust_verdict(&v));
     Ok(())
 }
 
-#[test]
-fn the_empty_trails_head_is_checked_too() -> TestResult {
-    let f = Fixture::new();
+fn the_empty_trails_head_is_checked_too(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     let genesis = f.ledger.audit_head()?;
     assert_eq!(genesis.seq, 0);
     assert!(f.ledger.verify(Some(&genesis))?.ok);
@@ -454,32 +421,33 @@ fn an_audited_raise_commits_its_label_page_and_two_pages_of_the_trail() -> TestR
 type RevocationRow = (i64, String, String, Option<String>, Option<i64>);
 
 fn revocation_rows(f: &Fixture) -> Vec<RevocationRow> {
-    let conn = f.sql();
-    let mut stmt = conn
-        .prepare(
-            "SELECT seq, session_id, propagation, root, revocation FROM revocations ORDER BY seq",
-        )
-        .expect("the revocations view");
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    let number = |v: &Option<String>| v.as_deref().map(|n| n.parse().expect("a number"));
+    f.query("SELECT seq, session_id, propagation, root, revocation FROM revocations ORDER BY seq")
+        .into_iter()
+        .map(|r| {
+            let text = |i: usize| r[i].clone().expect("a value");
+            (
+                number(&r[0]).expect("seq"),
+                text(1),
+                text(2),
+                r[3].clone(),
+                number(&r[4]),
+            )
         })
-        .expect("query");
-    rows.map(|r| r.expect("row")).collect()
+        .collect()
 }
 
 /// A ledger whose clock stands still: every row has the same time, so time alone tells no two
 /// events apart.
-fn frozen() -> Fixture {
+fn frozen() -> Config {
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse().expect("time"),
     ));
-    Fixture::with(Config::default().clock(clock))
+    Config::default().clock(clock)
 }
 
-#[test]
-fn two_cascades_from_one_root_have_different_revocation_ids() -> TestResult {
-    let f = frozen();
+fn two_cascades_from_one_root_have_different_revocation_ids(engine: Engine) -> TestResult {
+    let f = fixture!(engine, frozen());
     f.ledger.create_root("conductor", "alice")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build("conductor > w1 w2; w1 > w1a");
@@ -529,9 +497,10 @@ fn two_cascades_from_one_root_have_different_revocation_ids() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own() -> TestResult {
-    let f = frozen();
+fn a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine, frozen());
     f.ledger.create_root("conductor", "alice")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build("conductor > w1 w2");
@@ -561,30 +530,28 @@ fn a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own() -> 
 // verify from a saved head
 // ------------------------------------------------------------------------------------------------
 
-/// `busy()` with a head saved half-way, and ten more changes after it.
-fn busy_with_a_saved_head() -> (Fixture, AuditHead) {
-    let f = busy();
+/// [`fill_busy`], a head saved, and ten more changes after it.
+fn busy_with_a_saved_head(f: &Fixture) -> AuditHead {
+    fill_busy(f);
     let saved = f.ledger.audit_head().expect("head");
     for i in 0..10 {
         f.ledger
             .create_root(&format!("later-{i}"), "dave")
             .expect("root");
     }
-    (f, saved)
+    saved
 }
 
-#[test]
-fn verify_from_a_saved_head_reads_only_the_rows_after_it() -> TestResult {
-    let (f, saved) = busy_with_a_saved_head();
+fn verify_from_a_saved_head_reads_only_the_rows_after_it(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let saved = busy_with_a_saved_head(&f);
     let v = f.ledger.verify_from(&saved)?;
     assert!(v.ok, "{v:?}");
     assert_eq!(v.rows, 11, "the saved head's row and the ten after it");
     assert_eq!(v.head, f.ledger.audit_head()?);
 
     // A row edited before the saved head is not read: only the full walk reports it.
-    drop_guards(&f);
-    f.sql()
-        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = 3", [])?;
+    f.tamper("UPDATE audit SET actor = 'mallory' WHERE seq = 3");
     assert!(f.ledger.verify_from(&saved)?.ok);
     let full = f.ledger.verify(None)?;
     assert_eq!(
@@ -594,8 +561,9 @@ fn verify_from_a_saved_head_reads_only_the_rows_after_it() -> TestResult {
 
     // A row edited after it is reported.
     let after = saved.seq + 4;
-    f.sql()
-        .execute("UPDATE audit SET actor = 'mallory' WHERE seq = ?1", [after])?;
+    f.tamper(&format!(
+        "UPDATE audit SET actor = 'mallory' WHERE seq = {after}"
+    ));
     let v = f.ledger.verify_from(&saved)?;
     assert!(!v.ok);
     assert_eq!(
@@ -606,14 +574,13 @@ fn verify_from_a_saved_head_reads_only_the_rows_after_it() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn verify_from_detects_an_edit_of_the_saved_heads_own_row() -> TestResult {
-    let (f, saved) = busy_with_a_saved_head();
-    drop_guards(&f);
-    f.sql().execute(
-        "UPDATE audit SET detail = '{\"forged\":true}' WHERE seq = ?1",
-        [saved.seq],
-    )?;
+fn verify_from_detects_an_edit_of_the_saved_heads_own_row(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let saved = busy_with_a_saved_head(&f);
+    f.tamper(&format!(
+        "UPDATE audit SET detail = '{{\"forged\":true}}' WHERE seq = {}",
+        saved.seq
+    ));
     let v = f.ledger.verify_from(&saved)?;
     assert_eq!(
         (v.first_bad_seq, v.problem),
@@ -622,10 +589,12 @@ fn verify_from_detects_an_edit_of_the_saved_heads_own_row() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which() -> TestResult {
+fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which(
+    engine: Engine,
+) -> TestResult {
     // Replaced: the saved row deleted and the tail rewritten, correctly chained.
-    let (f, saved) = head_replaced();
+    let f = fixture!(engine);
+    let saved = replace_head(&f);
     let v = f.ledger.verify_from(&saved)?;
     assert_eq!(
         (v.first_bad_seq, v.problem),
@@ -633,10 +602,9 @@ fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which() -> TestR
     );
 
     // Removed from the middle: a gap where the saved row was.
-    let (f, saved) = busy_with_a_saved_head();
-    drop_guards(&f);
-    f.sql()
-        .execute("DELETE FROM audit WHERE seq = ?1", [saved.seq])?;
+    let f = fixture!(engine);
+    let saved = busy_with_a_saved_head(&f);
+    f.tamper(&format!("DELETE FROM audit WHERE seq = {}", saved.seq));
     let v = f.ledger.verify_from(&saved)?;
     assert_eq!(
         (v.first_bad_seq, v.problem),
@@ -644,10 +612,9 @@ fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which() -> TestR
     );
 
     // Cut off: the trail now ends before the saved head.
-    let (f, saved) = busy_with_a_saved_head();
-    drop_guards(&f);
-    f.sql()
-        .execute("DELETE FROM audit WHERE seq >= ?1", [saved.seq - 2])?;
+    let f = fixture!(engine);
+    let saved = busy_with_a_saved_head(&f);
+    f.tamper(&format!("DELETE FROM audit WHERE seq >= {}", saved.seq - 2));
     let v = f.ledger.verify_from(&saved)?;
     assert_eq!(
         (v.first_bad_seq, v.problem, v.rows),
@@ -657,9 +624,9 @@ fn verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which() -> TestR
     Ok(())
 }
 
-#[test]
-fn verify_from_the_genesis_head_walks_the_whole_trail() -> TestResult {
-    let f = busy();
+fn verify_from_the_genesis_head_walks_the_whole_trail(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
     let genesis: AuditHead = format!("0:{}", session_ledger::GENESIS_HASH).parse()?;
     assert_eq!(f.ledger.verify_from(&genesis)?, f.ledger.verify(None)?);
     let forged: AuditHead = format!("0:{}", "a".repeat(64)).parse()?;
@@ -674,51 +641,55 @@ fn verify_from_the_genesis_head_walks_the_whole_trail() -> TestResult {
 // Time order (schema version 8)
 // ------------------------------------------------------------------------------------------------
 
-/// Appends through a plain connection a row that extends the chain correctly, at `at`.
-fn append_by_hand(conn: &rusqlite::Connection, at: &str) -> rusqlite::Result<usize> {
-    let (seq, prev): (i64, String) = conn.query_row(
-        "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let seq = seq + 1;
+/// The statement that appends, by hand, a row at `at` that extends the chain correctly.
+fn hand_appended_row(f: &Fixture, at: &str) -> String {
+    let head = f.ledger.audit_head().expect("head");
+    let (seq, prev) = (head.seq + 1, head.hash);
     let hash = chain_hash(&prev, seq, at, "mallory", "session.end", Some("w1"), "{}");
-    conn.execute(
+    format!(
         "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
-         VALUES (?1, ?2, 'mallory', 'session.end', 'w1', '{}', ?3, ?4)",
-        (seq, at, &prev, &hash),
+         VALUES ({seq}, '{at}', 'mallory', 'session.end', 'w1', '{{}}', '{prev}', '{hash}')"
     )
 }
 
-#[test]
-fn a_row_whose_time_goes_back_is_refused_by_the_schema() -> TestResult {
-    let f = busy();
-    let conn = f.sql();
-    let err = append_by_hand(&conn, "2000-01-01T00:00:00.000Z").expect_err("refused");
-    assert!(err.to_string().contains("time"), "{err}");
-    // Switching CHECK constraints off does not let in a time of another form either.
-    conn.execute_batch("PRAGMA ignore_check_constraints = ON")?;
-    let err = append_by_hand(&conn, "~~~~").expect_err("refused");
-    assert!(err.to_string().contains("time"), "{err}");
+fn a_row_whose_time_goes_back_is_refused_by_the_schema(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
+    let err = f
+        .exec(&hand_appended_row(&f, "2000-01-01T00:00:00.000Z"))
+        .expect_err("refused");
+    assert!(err.contains("time"), "{err}");
     // A row in order, correctly chained, is accepted.
-    append_by_hand(&conn, "2999-01-01T00:00:00.000Z")?;
+    f.exec(&hand_appended_row(&f, "2999-01-01T00:00:00.000Z"))?;
     assert!(f.ledger.verify(None)?.ok);
     Ok(())
 }
 
+/// SQLite's shell can switch CHECK constraints off; a time of another form is still refused.
 #[test]
-fn a_row_whose_time_goes_back_is_detected_by_both_verifiers() -> TestResult {
-    let f = busy();
-    let saved = f.ledger.audit_head()?;
+fn a_time_of_another_form_is_refused_with_sqlite_checks_off() -> TestResult {
+    let f = Fixture::new();
+    fill_busy(&f);
     let conn = f.sql();
-    conn.execute_batch("DROP TRIGGER audit_time_never_goes_back")?;
-    append_by_hand(&conn, "2000-01-01T00:00:00.000Z")?;
+    conn.execute_batch("PRAGMA ignore_check_constraints = ON")?;
+    let err = conn
+        .execute(&hand_appended_row(&f, "~~~~"), [])
+        .expect_err("refused");
+    assert!(err.to_string().contains("time"), "{err}");
+    Ok(())
+}
+
+fn a_row_whose_time_goes_back_is_detected_by_both_verifiers(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
+    let saved = f.ledger.audit_head()?;
+    f.tamper(&hand_appended_row(&f, "2000-01-01T00:00:00.000Z"));
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
         (Some(saved.seq + 1), Some(ChainProblem::TimeGoesBack))
     );
-    assert_eq!(sql_verdict(&f), rust_verdict(&v));
+    assert_eq!(f.verify_in_sql(), rust_verdict(&v));
     let v = f.ledger.verify_from(&saved)?;
     assert_eq!(
         (v.first_bad_seq, v.problem),
@@ -733,16 +704,17 @@ fn a_row_whose_time_goes_back_is_detected_by_both_verifiers() -> TestResult {
 
 /// A ledger of a few hundred rows whose times step irregularly: often not at all (several rows
 /// in one millisecond), sometimes by a millisecond, sometimes by minutes.
-fn stepped() -> Fixture {
+fn stepped(engine: Engine) -> Option<Fixture> {
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse().expect("time"),
     ));
-    let f = Fixture::with(
+    let f = Fixture::on(
+        engine,
         Config::default()
             .clock(clock.clone())
             .max_live_children(u32::MAX)
             .creation_rate(u32::MAX, Duration::from_secs(1)),
-    );
+    )?;
     f.ledger.create_root("root", "op").expect("root");
     for i in 0..300_i64 {
         let parent = if i % 3 == 0 {
@@ -769,12 +741,15 @@ fn stepped() -> Fixture {
         };
         clock.advance(chrono::TimeDelta::milliseconds(step));
     }
-    f
+    Some(f)
 }
 
-#[test]
-fn listing_by_time_finds_the_same_rows_as_a_filter_over_the_whole_trail() -> TestResult {
-    let f = stepped();
+fn listing_by_time_finds_the_same_rows_as_a_filter_over_the_whole_trail(
+    engine: Engine,
+) -> TestResult {
+    let Some(f) = stepped(engine) else {
+        return Ok(());
+    };
     let all = f.ledger.audit(&AuditQuery::all())?;
     assert!(all.len() > 300, "{} rows", all.len());
     let first = all[0].at;
@@ -856,9 +831,10 @@ fn pages(f: &Fixture, query: &AuditQuery, limit: u32) -> Vec<Vec<i64>> {
     pages
 }
 
-#[test]
-fn pages_before_a_seq_cover_the_trail_newest_first_without_overlap() -> TestResult {
-    let f = stepped();
+fn pages_before_a_seq_cover_the_trail_newest_first_without_overlap(engine: Engine) -> TestResult {
+    let Some(f) = stepped(engine) else {
+        return Ok(());
+    };
     let since = f.ledger.audit(&AuditQuery::all())?[100].at;
     for query in [
         AuditQuery::all(),
@@ -882,9 +858,9 @@ fn pages_before_a_seq_cover_the_trail_newest_first_without_overlap() -> TestResu
     Ok(())
 }
 
-#[test]
-fn before_lists_only_rows_with_a_smaller_seq_still_oldest_first() -> TestResult {
-    let f = busy();
+fn before_lists_only_rows_with_a_smaller_seq_still_oldest_first(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
     let seqs = |q: AuditQuery| -> Vec<i64> {
         f.ledger
             .audit(&q)
@@ -902,4 +878,31 @@ fn before_lists_only_rows_with_a_smaller_seq_still_oldest_first() -> TestResult 
         head
     );
     Ok(())
+}
+
+engine_tests! {
+    a_busy_ledger_verifies_with_both_verifiers,
+    every_row_carries_the_hash_of_its_predecessor_and_its_own,
+    editing_a_row_is_detected_by_both_verifiers,
+    editing_a_row_and_recomputing_its_hash_is_detected_at_the_next_row,
+    deleting_a_row_in_the_middle_is_detected_by_both_verifiers,
+    truncating_the_tail_past_a_saved_head_is_detected_by_both_verifiers,
+    a_rewritten_tail_is_detected_against_a_saved_head,
+    a_row_that_does_not_extend_the_chain_is_refused_by_the_schema,
+    the_audit_query_filters_by_subtree_and_time,
+    explain_traces_a_posture_back_to_the_operators_grant_row,
+    explain_names_the_grant_a_posture_came_from_when_a_later_grant_shares_its_millisecond,
+    the_rust_verifier_and_the_sql_query_agree_on_a_ledger_of_100_000_rows,
+    the_empty_trails_head_is_checked_too,
+    two_cascades_from_one_root_have_different_revocation_ids,
+    a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own,
+    verify_from_a_saved_head_reads_only_the_rows_after_it,
+    verify_from_detects_an_edit_of_the_saved_heads_own_row,
+    verify_from_a_head_that_was_replaced_removed_or_cut_off_says_which,
+    verify_from_the_genesis_head_walks_the_whole_trail,
+    a_row_whose_time_goes_back_is_refused_by_the_schema,
+    a_row_whose_time_goes_back_is_detected_by_both_verifiers,
+    listing_by_time_finds_the_same_rows_as_a_filter_over_the_whole_trail,
+    pages_before_a_seq_cover_the_trail_newest_first_without_overlap,
+    before_lists_only_rows_with_a_smaller_seq_still_oldest_first,
 }

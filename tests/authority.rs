@@ -1,5 +1,6 @@
 //! Postures, grants, decisions and revocation: rules P1-P5, R1-R4, A1 (posture half) and A2.
 
+#[macro_use]
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use chrono::TimeDelta;
-use common::{Fixture, TestResult};
+use common::{Engine, Fixture, TestResult};
 use session_ledger::{
     AuditKind, AuditQuery, Config, Conflict, Error, InputError, ManualClock, PostureLevel,
     PostureSource, Propagation, Reason, Taint, Verdict,
@@ -29,9 +30,8 @@ fn cascade() -> Propagation {
     Propagation::Cascade { token: None }
 }
 
-#[test]
-fn a_created_session_inherits_its_creators_trust() -> TestResult {
-    let f = Fixture::new();
+fn a_created_session_inherits_its_creators_trust(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     let worker = f.ledger.create_child("worker", "conductor", "op")?;
@@ -43,9 +43,10 @@ fn a_created_session_inherits_its_creators_trust() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_session_created_under_trust_reads_inherits_trust_reads_and_does_not_get_trust() -> TestResult {
-    let f = Fixture::new();
+fn a_session_created_under_trust_reads_inherits_trust_reads_and_does_not_get_trust(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant("conductor", PostureLevel::TrustReads, "op")?;
@@ -59,30 +60,28 @@ fn a_session_created_under_trust_reads_inherits_trust_reads_and_does_not_get_tru
     Ok(())
 }
 
-#[test]
-fn an_inherited_posture_written_in_sql_cannot_exceed_the_creators() -> TestResult {
-    let f = Fixture::new();
+fn an_inherited_posture_written_in_sql_cannot_exceed_the_creators(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("conductor > worker");
     f.ledger
         .grant("conductor", PostureLevel::TrustReads, "op")?;
     let err = f
-        .sql()
-        .execute(
+        .exec(
             "INSERT INTO postures (session_id, posture, source, granted_by, granted_at, granted_on,
                                    inherited_from, allocated_at, chain, epoch)
              VALUES ('worker', 'trust', 'inherited', 'op', '2026-01-01T00:00:00.000Z', 'conductor',
                      'conductor', '2026-01-01T00:00:00.000Z', '[\"conductor\",\"worker\"]', 0)",
-            [],
         )
         .expect_err("wider than the creator's");
-    assert!(err.to_string().contains("P2"), "{err}");
+    assert!(err.contains("P2"), "{err}");
     assert!(!trusted(&f, "worker"));
     Ok(())
 }
 
-#[test]
-fn the_create_audit_records_inherited_trust_on_both_outcomes_created_and_refused() -> TestResult {
-    let f = Fixture::with(Config::default().max_live_children(1));
+fn the_create_audit_records_inherited_trust_on_both_outcomes_created_and_refused(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine, Config::default().max_live_children(1));
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -102,10 +101,10 @@ fn the_create_audit_records_inherited_trust_on_both_outcomes_created_and_refused
     Ok(())
 }
 
-#[test]
 fn command_patterns_never_transfer_even_under_full_trust_and_the_creator_keeps_its_own(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.add_pattern("conductor", "npm test", "op")?;
@@ -122,9 +121,8 @@ fn command_patterns_never_transfer_even_under_full_trust_and_the_creator_keeps_i
     Ok(())
 }
 
-#[test]
-fn a_pattern_only_creator_produces_a_child_that_asks() -> TestResult {
-    let f = Fixture::new();
+fn a_pattern_only_creator_produces_a_child_that_asks(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.add_pattern("conductor", "cargo *", "op")?;
     let worker = f.ledger.create_child("worker", "conductor", "op")?;
@@ -143,9 +141,8 @@ fn a_pattern_only_creator_produces_a_child_that_asks() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_pattern_admits_only_what_it_matches() -> TestResult {
-    let f = Fixture::new();
+fn a_pattern_admits_only_what_it_matches(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("s", "op")?;
     f.ledger.add_pattern("s", "npm test", "op")?;
     f.ledger.add_pattern("s", "git log *", "op")?;
@@ -167,9 +164,8 @@ fn a_pattern_admits_only_what_it_matches() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn an_untrusted_creator_makes_an_untrusted_child() -> TestResult {
-    let f = Fixture::new();
+fn an_untrusted_creator_makes_an_untrusted_child(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.raise("conductor", None, true);
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -177,9 +173,8 @@ fn an_untrusted_creator_makes_an_untrusted_child() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn an_override_scope_is_never_inherited_and_never_turns_into_trust() -> TestResult {
-    let f = Fixture::new();
+fn an_override_scope_is_never_inherited_and_never_turns_into_trust(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant_scope("conductor", "hotfix", Duration::from_secs(900), "op")?;
@@ -194,10 +189,9 @@ fn an_override_scope_is_never_inherited_and_never_turns_into_trust() -> TestResu
     Ok(())
 }
 
-#[test]
-fn an_expired_scope_admits_nothing_and_a_revoked_one_neither() -> TestResult {
+fn an_expired_scope_admits_nothing_and_a_revoked_one_neither(engine: Engine) -> TestResult {
     let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00.000Z".parse()?));
-    let f = Fixture::with(Config::default().clock(clock.clone()));
+    let f = fixture!(engine, Config::default().clock(clock.clone()));
     f.ledger.create_root("s", "op")?;
     f.ledger
         .grant_scope("s", "window", Duration::from_secs(60), "op")?;
@@ -218,9 +212,8 @@ fn an_expired_scope_admits_nothing_and_a_revoked_one_neither() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn trust_revoked_before_the_allocation_commits_is_not_inherited() -> TestResult {
-    let f = Fixture::new();
+fn trust_revoked_before_the_allocation_commits_is_not_inherited(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.revoke("conductor", Propagation::Local, "op")?;
@@ -230,9 +223,10 @@ fn trust_revoked_before_the_allocation_commits_is_not_inherited() -> TestResult 
     Ok(())
 }
 
-#[test]
-fn trust_revoked_after_the_allocation_is_removed_from_the_child_by_a_cascade() -> TestResult {
-    let f = Fixture::new();
+fn trust_revoked_after_the_allocation_is_removed_from_the_child_by_a_cascade(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -244,11 +238,12 @@ fn trust_revoked_after_the_allocation_is_removed_from_the_child_by_a_cascade() -
     Ok(())
 }
 
-#[test]
 fn many_threads_creating_children_while_another_cascades_leave_no_trusted_session_in_the_subtree(
+    engine: Engine,
 ) -> TestResult {
     // Bounds out of the way: this test is about the race, not the limits.
-    let f = Fixture::with(
+    let f = fixture!(
+        engine,
         Config::default()
             .max_live_children(1_000_000)
             .creation_rate(1_000_000, Duration::from_secs(60)),
@@ -298,9 +293,10 @@ fn many_threads_creating_children_while_another_cascades_leave_no_trusted_sessio
     Ok(())
 }
 
-#[test]
-fn a_cascade_reaches_created_and_spawned_descendants_at_every_depth_and_only_them() -> TestResult {
-    let f = Fixture::new();
+fn a_cascade_reaches_created_and_spawned_descendants_at_every_depth_and_only_them(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.create_root("bystander", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
@@ -348,9 +344,8 @@ fn a_cascade_reaches_created_and_spawned_descendants_at_every_depth_and_only_the
     Ok(())
 }
 
-#[test]
-fn a_local_revoke_leaves_descendants_alone_and_reports_them() -> TestResult {
-    let f = Fixture::new();
+fn a_local_revoke_leaves_descendants_alone_and_reports_them(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.build("conductor > w1 w2; w1 > w1a");
@@ -370,9 +365,10 @@ fn a_local_revoke_leaves_descendants_alone_and_reports_them() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed() -> TestResult {
-    let f = Fixture::new();
+fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.build("conductor > w1 w2");
@@ -422,9 +418,8 @@ fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed()
     Ok(())
 }
 
-#[test]
-fn a_preview_token_is_refused_after_a_posture_change_alone() -> TestResult {
-    let f = Fixture::new();
+fn a_preview_token_is_refused_after_a_posture_change_alone(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.build("conductor > w1");
     let preview = f.ledger.revoke("conductor", Propagation::Preview, "op")?;
@@ -445,10 +440,10 @@ fn a_preview_token_is_refused_after_a_posture_change_alone() -> TestResult {
     Ok(())
 }
 
-#[test]
 fn an_approval_through_an_inherited_posture_explains_the_chain_back_to_the_operators_grant(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build("conductor > worker; worker > helper");
@@ -468,9 +463,8 @@ fn an_approval_through_an_inherited_posture_explains_the_chain_back_to_the_opera
     Ok(())
 }
 
-#[test]
-fn a_spawned_child_takes_its_parents_posture_at_its_first_read() -> TestResult {
-    let f = Fixture::new();
+fn a_spawned_child_takes_its_parents_posture_at_its_first_read(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant("conductor", PostureLevel::TrustReads, "op")?;
@@ -487,9 +481,8 @@ fn a_spawned_child_takes_its_parents_posture_at_its_first_read() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_decision_writes_nothing() -> TestResult {
-    let f = Fixture::new();
+fn a_decision_writes_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("s", "op")?;
     f.ledger.grant("s", PostureLevel::Trust, "op")?;
     f.ledger.add_pattern("s", "ls", "op")?;
@@ -502,9 +495,8 @@ fn a_decision_writes_nothing() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn an_ended_or_unknown_session_asks() -> TestResult {
-    let f = Fixture::new();
+fn an_ended_or_unknown_session_asks(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("s", "op")?;
     f.ledger.grant("s", PostureLevel::Trust, "op")?;
     f.ledger.end("s", "op")?;
@@ -522,9 +514,8 @@ fn an_ended_or_unknown_session_asks() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_new_epoch_makes_older_postures_ask() -> TestResult {
-    let f = Fixture::new();
+fn a_new_epoch_makes_older_postures_ask(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -556,9 +547,8 @@ fn a_new_epoch_makes_older_postures_ask() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_new_epoch_keeps_postures_when_they_are_durable() -> TestResult {
-    let f = Fixture::with(Config::default().durable_postures(true));
+fn a_new_epoch_keeps_postures_when_they_are_durable(engine: Engine) -> TestResult {
+    let f = fixture!(engine, Config::default().durable_postures(true));
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -568,22 +558,19 @@ fn a_new_epoch_keeps_postures_when_they_are_durable() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn opening_a_ledger_never_starts_an_epoch() -> TestResult {
-    let f = Fixture::new();
+fn opening_a_ledger_never_starts_an_epoch(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("s", "op")?;
     f.ledger.grant("s", PostureLevel::Trust, "op")?;
-    let path = f.path();
+    let again = f.reopen(Config::default());
     drop(f.ledger);
-    let again = session_ledger::Ledger::open(&path)?;
     assert_eq!(again.current_epoch()?, 0);
     assert_eq!(again.decide("s", "make", false)?.verdict, Verdict::Approve);
     Ok(())
 }
 
-#[test]
-fn a_global_revoke_clears_every_live_sessions_posture() -> TestResult {
-    let f = Fixture::new();
+fn a_global_revoke_clears_every_live_sessions_posture(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("a > a1; b > b1");
     f.ledger.grant("a", PostureLevel::Trust, "op")?;
     f.ledger.grant("b1", PostureLevel::TrustReads, "op")?;
@@ -603,10 +590,10 @@ fn a_global_revoke_clears_every_live_sessions_posture() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn grants_on_unknown_or_ended_sessions_and_bad_grants_are_refused_and_change_nothing() -> TestResult
-{
-    let f = Fixture::new();
+fn grants_on_unknown_or_ended_sessions_and_bad_grants_are_refused_and_change_nothing(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > gone");
     f.ledger.end("gone", "op")?;
     let before = f.snapshot();
@@ -664,9 +651,10 @@ fn grants_on_unknown_or_ended_sessions_and_bad_grants_are_refused_and_change_not
     Ok(())
 }
 
-#[test]
-fn a_cascade_from_an_ended_session_still_reaches_its_live_descendants() -> TestResult {
-    let f = Fixture::new();
+fn a_cascade_from_an_ended_session_still_reaches_its_live_descendants(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.build("conductor > worker");
@@ -677,9 +665,8 @@ fn a_cascade_from_an_ended_session_still_reaches_its_live_descendants() -> TestR
     Ok(())
 }
 
-#[test]
-fn a_label_raise_does_not_change_a_posture() -> TestResult {
-    let f = Fixture::new();
+fn a_label_raise_does_not_change_a_posture(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("s", "op")?;
     f.ledger.grant("s", PostureLevel::Trust, "op")?;
     f.raise("s", Some(Taint::Secret), true);
@@ -687,31 +674,28 @@ fn a_label_raise_does_not_change_a_posture() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_posture_cannot_be_widened_or_rewritten_by_hand() -> TestResult {
-    let f = Fixture::new();
+fn a_posture_cannot_be_widened_or_rewritten_by_hand(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("conductor > worker");
     f.ledger
         .grant("conductor", PostureLevel::TrustReads, "op")?;
     f.ledger.create_child("w2", "conductor", "op")?;
     let before = f.snapshot();
-    let conn = f.sql();
     for sql in [
         "UPDATE postures SET posture = 'trust' WHERE session_id = 'w2'",
         "UPDATE postures SET chain = '[\"w2\"]', source = 'granted', inherited_from = NULL WHERE session_id = 'w2'",
         "UPDATE postures SET epoch = -1 WHERE session_id = 'w2'",
     ] {
-        let err = conn.execute(sql, []).expect_err(sql);
-        assert!(err.to_string().contains("session-ledger"), "{sql}: {err}");
+        let err = f.exec(sql).expect_err(sql);
+        assert!(err.contains("session-ledger"), "{sql}: {err}");
     }
     assert_eq!(f.snapshot(), before);
     assert!(!trusted(&f, "w2"));
     Ok(())
 }
 
-#[test]
-fn removing_a_grant_from_an_unknown_session_names_the_session() -> TestResult {
-    let f = Fixture::new();
+fn removing_a_grant_from_an_unknown_session_names_the_session(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     assert!(matches!(
         f.ledger.remove_pattern("nobody", "ls", "op"),
@@ -730,4 +714,37 @@ fn removing_a_grant_from_an_unknown_session_names_the_session() -> TestResult {
         Err(Error::Conflict(Conflict::UnknownSession(_)))
     ));
     Ok(())
+}
+
+engine_tests! {
+    a_created_session_inherits_its_creators_trust,
+    a_session_created_under_trust_reads_inherits_trust_reads_and_does_not_get_trust,
+    an_inherited_posture_written_in_sql_cannot_exceed_the_creators,
+    the_create_audit_records_inherited_trust_on_both_outcomes_created_and_refused,
+    a_pattern_only_creator_produces_a_child_that_asks,
+    a_pattern_admits_only_what_it_matches,
+    an_untrusted_creator_makes_an_untrusted_child,
+    an_override_scope_is_never_inherited_and_never_turns_into_trust,
+    an_expired_scope_admits_nothing_and_a_revoked_one_neither,
+    trust_revoked_before_the_allocation_commits_is_not_inherited,
+    trust_revoked_after_the_allocation_is_removed_from_the_child_by_a_cascade,
+    a_cascade_reaches_created_and_spawned_descendants_at_every_depth_and_only_them,
+    a_local_revoke_leaves_descendants_alone_and_reports_them,
+    a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed,
+    a_preview_token_is_refused_after_a_posture_change_alone,
+    a_spawned_child_takes_its_parents_posture_at_its_first_read,
+    a_decision_writes_nothing,
+    an_ended_or_unknown_session_asks,
+    a_new_epoch_makes_older_postures_ask,
+    a_new_epoch_keeps_postures_when_they_are_durable,
+    opening_a_ledger_never_starts_an_epoch,
+    a_global_revoke_clears_every_live_sessions_posture,
+    a_cascade_from_an_ended_session_still_reaches_its_live_descendants,
+    a_label_raise_does_not_change_a_posture,
+    a_posture_cannot_be_widened_or_rewritten_by_hand,
+    removing_a_grant_from_an_unknown_session_names_the_session,
+    command_patterns_never_transfer_even_under_full_trust_and_the_creator_keeps_its_own,
+    many_threads_creating_children_while_another_cascades_leave_no_trusted_session_in_the_subtree,
+    an_approval_through_an_inherited_posture_explains_the_chain_back_to_the_operators_grant,
+    grants_on_unknown_or_ended_sessions_and_bad_grants_are_refused_and_change_nothing,
 }

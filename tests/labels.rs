@@ -1,10 +1,11 @@
 //! Labels: rules L1 to L5.
 
+#[macro_use]
 mod common;
 
 use std::sync::{Arc, Barrier};
 
-use common::{Fixture, TestResult};
+use common::{Engine, TestResult};
 use session_ledger::{
     AuditKind, AuditQuery, Conflict, Error, InputError, Label, Materialized, Raise, Taint,
 };
@@ -14,9 +15,8 @@ const SECRET_UNTRUSTED: Label = Label {
     untrusted: true,
 };
 
-#[test]
-fn a_root_is_born_private_and_trusted() -> TestResult {
-    let f = Fixture::new();
+fn a_root_is_born_private_and_trusted(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("conductor > worker");
     let state = f.ledger.state("conductor")?;
     assert_eq!(state.label(), Label::default());
@@ -24,10 +24,10 @@ fn a_root_is_born_private_and_trusted() -> TestResult {
     Ok(())
 }
 
-#[test]
 fn a_created_child_reads_its_creators_label_on_first_read_and_later_raises_of_the_creator_do_not_reach_it(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.build("conductor > worker");
     f.raise("conductor", Some(Taint::Secret), false);
     let first = f.ledger.state("worker")?;
@@ -49,9 +49,8 @@ fn a_created_child_reads_its_creators_label_on_first_read_and_later_raises_of_th
     Ok(())
 }
 
-#[test]
-fn a_child_is_not_materialized_at_birth() -> TestResult {
-    let f = Fixture::new();
+fn a_child_is_not_materialized_at_birth(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("conductor > worker");
     assert_eq!(f.ledger.stored_label("worker")?, None);
     // So a raise of the creator before the first read does reach it.
@@ -60,9 +59,10 @@ fn a_child_is_not_materialized_at_birth() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_first_read_materializes_every_unmaterialized_session_on_the_path() -> TestResult {
-    let f = Fixture::new();
+fn a_first_read_materializes_every_unmaterialized_session_on_the_path(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a; a > b; b > c");
     f.raise("root", Some(Taint::Secret), true);
     let before = f.count("audit");
@@ -87,9 +87,8 @@ fn a_first_read_materializes_every_unmaterialized_session_on_the_path() -> TestR
     Ok(())
 }
 
-#[test]
-fn a_first_read_stops_at_the_nearest_materialized_ancestor() -> TestResult {
-    let f = Fixture::new();
+fn a_first_read_stops_at_the_nearest_materialized_ancestor(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a; a > b; b > c");
     f.raise("root", Some(Taint::Secret), false);
     assert_eq!(f.ledger.state("a")?.taint, Taint::Secret);
@@ -110,9 +109,8 @@ fn a_first_read_stops_at_the_nearest_materialized_ancestor() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_later_read_hits_the_stored_row_and_writes_nothing() -> TestResult {
-    let f = Fixture::new();
+fn a_later_read_hits_the_stored_row_and_writes_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     f.ledger.state("a")?;
     let before = f.snapshot();
@@ -122,9 +120,10 @@ fn a_later_read_hits_the_stored_row_and_writes_nothing() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_spawned_sub_agent_copies_its_parents_untrusted_flag_and_its_row_now_exists() -> TestResult {
-    let f = Fixture::new();
+fn a_spawned_sub_agent_copies_its_parents_untrusted_flag_and_its_row_now_exists(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("mm-thread > worker");
     f.raise("worker", None, true);
     let state = f.ledger.state("sub-worker-3")?;
@@ -137,9 +136,8 @@ fn a_spawned_sub_agent_copies_its_parents_untrusted_flag_and_its_row_now_exists(
     Ok(())
 }
 
-#[test]
-fn a_nested_spawned_id_inherits_through_a_missing_middle_child() -> TestResult {
-    let f = Fixture::new();
+fn a_nested_spawned_id_inherits_through_a_missing_middle_child(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("mm-thread", "test")?;
     f.raise("mm-thread", Some(Taint::Secret), true);
     let state = f.ledger.state("sub-sub-mm-thread-1-2")?;
@@ -160,9 +158,10 @@ fn a_nested_spawned_id_inherits_through_a_missing_middle_child() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_spawned_id_under_an_unmaterialized_created_child_inherits_through_it() -> TestResult {
-    let f = Fixture::new();
+fn a_spawned_id_under_an_unmaterialized_created_child_inherits_through_it(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > worker");
     f.raise("root", Some(Taint::Secret), false);
     assert_eq!(f.ledger.state("sub-worker-1")?.taint, Taint::Secret);
@@ -173,9 +172,8 @@ fn a_spawned_id_under_an_unmaterialized_created_child_inherits_through_it() -> T
     Ok(())
 }
 
-#[test]
-fn a_plain_unknown_id_reads_private_and_trusted_and_writes_nothing() -> TestResult {
-    let f = Fixture::new();
+fn a_plain_unknown_id_reads_private_and_trusted_and_writes_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
     for id in ["chat-1", "sub-x", "sub-a-1x", "stranger"] {
@@ -187,10 +185,10 @@ fn a_plain_unknown_id_reads_private_and_trusted_and_writes_nothing() -> TestResu
     Ok(())
 }
 
-#[test]
 fn a_spawned_id_whose_chain_reaches_no_recorded_session_reads_the_default_and_writes_nothing(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
     let state = f.ledger.state("sub-sub-ghost-1-2")?;
@@ -200,9 +198,10 @@ fn a_spawned_id_whose_chain_reaches_no_recorded_session_reads_the_default_and_wr
     Ok(())
 }
 
-#[test]
-fn a_raise_of_an_unmaterialized_child_cannot_skip_its_ancestors_taint() -> TestResult {
-    let f = Fixture::new();
+fn a_raise_of_an_unmaterialized_child_cannot_skip_its_ancestors_taint(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a; a > b");
     f.raise("root", Some(Taint::Secret), false);
     let outcome = f.ledger.raise(
@@ -219,9 +218,8 @@ fn a_raise_of_an_unmaterialized_child_cannot_skip_its_ancestors_taint() -> TestR
     Ok(())
 }
 
-#[test]
-fn a_raise_of_an_unseen_spawned_id_inherits_first() -> TestResult {
-    let f = Fixture::new();
+fn a_raise_of_an_unseen_spawned_id_inherits_first(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     f.raise("root", Some(Taint::Secret), false);
     f.raise("sub-a-1", None, true);
@@ -229,9 +227,8 @@ fn a_raise_of_an_unseen_spawned_id_inherits_first() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_raise_takes_the_higher_class_and_ors_the_flag() -> TestResult {
-    let f = Fixture::new();
+fn a_raise_takes_the_higher_class_and_ors_the_flag(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("r", "test")?;
     f.raise("r", None, true);
     f.raise("r", Some(Taint::Secret), false);
@@ -239,9 +236,8 @@ fn a_raise_takes_the_higher_class_and_ors_the_flag() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_label_cannot_be_lowered_through_the_api() -> TestResult {
-    let f = Fixture::new();
+fn a_label_cannot_be_lowered_through_the_api(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("r", "test")?;
     f.raise("r", Some(Taint::Secret), true);
     let before = f.snapshot();
@@ -262,48 +258,40 @@ fn a_label_cannot_be_lowered_through_the_api() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_label_cannot_be_lowered_by_an_update_in_sql() -> TestResult {
-    let f = Fixture::new();
+fn a_label_cannot_be_lowered_by_an_update_in_sql(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("r", "test")?;
     f.raise("r", Some(Taint::Secret), true);
-    let conn = f.sql();
     for sql in [
         "UPDATE labels SET taint = 'private' WHERE session_id = 'r'",
         "UPDATE labels SET taint = 'public' WHERE session_id = 'r'",
-        "UPDATE labels SET untrusted = 0 WHERE session_id = 'r'",
+        "UPDATE labels SET untrusted = false WHERE session_id = 'r'",
         "DELETE FROM labels WHERE session_id = 'r'",
-        "INSERT OR REPLACE INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
-         VALUES ('r', 'public', 0, '2026-01-01T00:00:00.000Z', 'born')",
     ] {
-        let err = conn.execute(sql, []).expect_err(sql);
-        assert!(err.to_string().contains("session-ledger"), "{sql}: {err}");
+        let err = f.exec(sql).expect_err(sql);
+        assert!(err.contains("session-ledger"), "{sql}: {err}");
     }
     assert_eq!(f.ledger.state("r")?.label(), SECRET_UNTRUSTED);
     Ok(())
 }
 
-#[test]
-fn an_inherited_label_written_in_sql_cannot_be_lower_than_its_source() -> TestResult {
-    let f = Fixture::new();
+fn an_inherited_label_written_in_sql_cannot_be_lower_than_its_source(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("r > c");
     f.raise("r", Some(Taint::Secret), false);
     let err = f
-        .sql()
-        .execute(
+        .exec(
             "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how, inherited_from)
-             VALUES ('c', 'public', 0, '2026-01-01T00:00:00.000Z', 'inherited', 'r')",
-            [],
+             VALUES ('c', 'public', false, '2026-01-01T00:00:00.000Z', 'inherited', 'r')",
         )
         .expect_err("lower than its source");
-    assert!(err.to_string().contains("cannot be lower"), "{err}");
+    assert!(err.contains("cannot be lower"), "{err}");
     assert_eq!(f.ledger.state("c")?.taint, Taint::Secret);
     Ok(())
 }
 
-#[test]
-fn raising_an_unknown_id_is_refused_and_writes_nothing() -> TestResult {
-    let f = Fixture::new();
+fn raising_an_unknown_id_is_refused_and_writes_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
     let err = f
@@ -333,10 +321,10 @@ fn raising_an_unknown_id_is_refused_and_writes_nothing() -> TestResult {
     Ok(())
 }
 
-#[test]
 fn two_threads_reading_the_same_child_first_both_see_the_same_label_and_it_is_materialized_once(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.ledger.create_root("root", "test")?;
     f.raise("root", Some(Taint::Secret), false);
     let ledger = Arc::new(f.ledger);
@@ -369,39 +357,35 @@ fn two_threads_reading_the_same_child_first_both_see_the_same_label_and_it_is_ma
     Ok(())
 }
 
-#[test]
-fn a_label_written_by_hand_cannot_skip_its_creators_taint() -> TestResult {
-    let f = Fixture::new();
+fn a_label_written_by_hand_cannot_skip_its_creators_taint(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > low; root > high; high > child");
     f.raise("high", Some(Taint::Secret), true);
-    let conn = f.sql();
     for sql in [
         // Naming an unrelated, lower session as the source.
         "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how, inherited_from)
-         VALUES ('child', 'private', 0, '2026-01-01T00:00:00.000Z', 'inherited', 'root')",
+         VALUES ('child', 'private', false, '2026-01-01T00:00:00.000Z', 'inherited', 'root')",
         // A made-up source.
         "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how, inherited_from)
-         VALUES ('child', 'public', 0, '2026-01-01T00:00:00.000Z', 'inherited', 'nobody')",
+         VALUES ('child', 'public', false, '2026-01-01T00:00:00.000Z', 'inherited', 'nobody')",
         // Born below the default.
         "INSERT INTO sessions (id, depth, origin, created_at) VALUES ('r2', 0, 'root', '2026-01-01T00:00:00.000Z');
          INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
-         VALUES ('r2', 'public', 0, '2026-01-01T00:00:00.000Z', 'born')",
+         VALUES ('r2', 'public', false, '2026-01-01T00:00:00.000Z', 'born')",
     ] {
-        let err = conn.execute_batch(&format!("BEGIN; {sql}; COMMIT;")).expect_err(sql);
-        let message = err.to_string();
-        assert!(
-            message.contains("rule L2") || message.contains("born"),
-            "{sql}: {err}"
-        );
-        conn.execute_batch("ROLLBACK").ok();
+        let err = f.exec(sql).expect_err(sql);
+        assert!(err.contains("rule L2") || err.contains("born"), "{sql}: {err}");
     }
     assert_eq!(f.ledger.state("child")?.label(), SECRET_UNTRUSTED);
     Ok(())
 }
 
+/// SQLite's shell can turn off CHECK constraints, and replace a row in one statement: neither
+/// lowers a label.
 #[test]
-fn a_hand_edit_that_turns_off_check_constraints_still_cannot_lower_a_label() -> TestResult {
-    let f = Fixture::new();
+fn a_hand_edit_in_the_sqlite_shell_that_turns_off_checks_or_replaces_a_row_cannot_lower_a_label(
+) -> TestResult {
+    let f = common::Fixture::new();
     f.build("root > child");
     f.raise("root", Some(Taint::Secret), true);
     assert_eq!(f.ledger.state("child")?.label(), SECRET_UNTRUSTED);
@@ -429,7 +413,35 @@ fn a_hand_edit_that_turns_off_check_constraints_still_cannot_lower_a_label() -> 
         assert!(err.to_string().contains("rule L1"), "{sql}: {err}");
         conn.execute_batch("ROLLBACK").ok();
     }
+    let replace = "INSERT OR REPLACE INTO labels
+         (session_id, taint, untrusted, materialized_at, materialized_how)
+         VALUES ('root', 'public', 0, '2026-01-01T00:00:00.000Z', 'born')";
+    let err = conn.execute(replace, []).expect_err(replace);
+    assert!(err.to_string().contains("session-ledger"), "{err}");
     assert_eq!(f.ledger.state("child")?.label(), SECRET_UNTRUSTED);
     assert_eq!(f.count("labels"), 2);
     Ok(())
+}
+
+engine_tests! {
+    a_root_is_born_private_and_trusted,
+    a_child_is_not_materialized_at_birth,
+    a_first_read_materializes_every_unmaterialized_session_on_the_path,
+    a_first_read_stops_at_the_nearest_materialized_ancestor,
+    a_later_read_hits_the_stored_row_and_writes_nothing,
+    a_spawned_sub_agent_copies_its_parents_untrusted_flag_and_its_row_now_exists,
+    a_nested_spawned_id_inherits_through_a_missing_middle_child,
+    a_spawned_id_under_an_unmaterialized_created_child_inherits_through_it,
+    a_plain_unknown_id_reads_private_and_trusted_and_writes_nothing,
+    a_raise_of_an_unmaterialized_child_cannot_skip_its_ancestors_taint,
+    a_raise_of_an_unseen_spawned_id_inherits_first,
+    a_raise_takes_the_higher_class_and_ors_the_flag,
+    a_label_cannot_be_lowered_through_the_api,
+    a_label_cannot_be_lowered_by_an_update_in_sql,
+    an_inherited_label_written_in_sql_cannot_be_lower_than_its_source,
+    raising_an_unknown_id_is_refused_and_writes_nothing,
+    a_label_written_by_hand_cannot_skip_its_creators_taint,
+    a_created_child_reads_its_creators_label_on_first_read_and_later_raises_of_the_creator_do_not_reach_it,
+    a_spawned_id_whose_chain_reaches_no_recorded_session_reads_the_default_and_writes_nothing,
+    two_threads_reading_the_same_child_first_both_see_the_same_label_and_it_is_materialized_once,
 }

@@ -5,9 +5,11 @@
 //! approve re-parses into plain simple commands each matched on its own; and the command line's
 //! `decide`, `pattern test` and `pattern add --match/--not-match`.
 
+#[macro_use]
 mod common;
 
 use common::cli::{ok, ok_json, refused_unchanged, TestResult};
+use common::Engine;
 use proptest::prelude::*;
 use session_ledger::{
     parse_command_line, test_pattern, Construct, Decision, Error, InputError, Ledger, Pattern,
@@ -278,14 +280,13 @@ const ORDINARY: &[&str] = &[
     "git status | cat | cat",
 ];
 
-/// A fresh ledger with one session holding `patterns`.
-fn session_with(patterns: &[&str]) -> TestResult<(common::Fixture, &'static str)> {
-    let f = common::Fixture::new();
+/// One session, `s`, in `f`, holding `patterns`.
+fn session_with(f: &common::Fixture, patterns: &[&str]) -> TestResult<&'static str> {
     f.ledger.create_root("s", "op")?;
     for p in patterns {
         f.ledger.add_pattern("s", p, "op")?;
     }
-    Ok((f, "s"))
+    Ok("s")
 }
 
 /// A line as a failure message shows it: at most 120 characters.
@@ -330,9 +331,9 @@ fn the_hostile_table_has_at_least_two_hundred_lines() {
     assert!(ORDINARY.len() >= 50, "{}", ORDINARY.len());
 }
 
-#[test]
-fn every_hostile_line_asks_against_ordinary_patterns() -> TestResult {
-    let (f, s) = session_with(ORDINARY_PATTERNS)?;
+fn every_hostile_line_asks_against_ordinary_patterns(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let s = session_with(&f, ORDINARY_PATTERNS)?;
     for line in hostile_lines() {
         match f.ledger.decide(s, &line, false) {
             Ok(decision) => asks_with_a_reason(&decision, &line),
@@ -350,9 +351,9 @@ fn every_hostile_line_asks_against_ordinary_patterns() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_construct_asks_even_when_the_session_allows_any_plain_command() -> TestResult {
-    let (f, s) = session_with(&["*"])?;
+fn a_construct_asks_even_when_the_session_allows_any_plain_command(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let s = session_with(&f, &["*"])?;
     for p in ADMITTED {
         for shape in AROUND {
             let line = shape.replace("{p}", p);
@@ -376,9 +377,9 @@ fn a_construct_asks_even_when_the_session_allows_any_plain_command() -> TestResu
     Ok(())
 }
 
-#[test]
-fn every_ordinary_line_is_approved_part_by_part() -> TestResult {
-    let (f, s) = session_with(ORDINARY_SESSION)?;
+fn every_ordinary_line_is_approved_part_by_part(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let s = session_with(&f, ORDINARY_SESSION)?;
     for line in ORDINARY {
         let decision = f.ledger.decide(s, line, false)?;
         assert_eq!(decision.verdict, Verdict::Approve, "{line:?}: {decision:?}");
@@ -395,10 +396,11 @@ fn every_ordinary_line_is_approved_part_by_part() -> TestResult {
     Ok(())
 }
 
-#[test]
 fn the_three_lines_that_once_slipped_past_npm_test_star_ask_naming_the_part_or_construct(
+    engine: Engine,
 ) -> TestResult {
-    let (f, s) = session_with(&["npm test *"])?;
+    let f = fixture!(engine);
+    let s = session_with(&f, &["npm test *"])?;
     let d = f.ledger.decide(s, "npm test x; rm -rf /", false)?;
     assert!(
         matches!(&d.reason, Reason::Nothing { unadmitted: Some(p), .. } if p.text == "rm -rf /" && p.range == (12..20))
@@ -422,9 +424,9 @@ fn the_three_lines_that_once_slipped_past_npm_test_star_ask_naming_the_part_or_c
     Ok(())
 }
 
-#[test]
-fn an_assignment_before_a_command_is_a_word_of_it() -> TestResult {
-    let (f, s) = session_with(&["npm test", "CI=1 npm test"])?;
+fn an_assignment_before_a_command_is_a_word_of_it(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let s = session_with(&f, &["npm test", "CI=1 npm test"])?;
     assert_eq!(
         f.ledger
             .decide(s, "LD_PRELOAD=/tmp/x.so npm test", false)?
@@ -442,9 +444,11 @@ fn an_assignment_before_a_command_is_a_word_of_it() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_stored_pattern_the_new_rules_refuse_admits_nothing_and_is_flagged() -> TestResult {
-    let (f, s) = session_with(&[])?;
+fn a_stored_pattern_the_new_rules_refuse_admits_nothing_and_is_flagged(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    let s = session_with(&f, &[])?;
     f.sql().execute(
         "INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
          VALUES ('s', 'npm test; npm run lint', 'old', '2026-01-01T00:00:00.000Z')",
@@ -486,9 +490,9 @@ fn test_pattern_shows_each_part_and_the_construct_that_stops_a_line() -> TestRes
     Ok(())
 }
 
-#[test]
-fn examples_that_disagree_refuse_the_pattern_and_write_nothing() -> TestResult {
-    let (f, s) = session_with(&[])?;
+fn examples_that_disagree_refuse_the_pattern_and_write_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let s = session_with(&f, &[])?;
     let e = f
         .ledger
         .add_pattern_with_examples(s, "npm *", "op", &[], &["npm install"])
@@ -550,10 +554,11 @@ fn line() -> impl Strategy<Value = String> {
     })
 }
 
-#[test]
-fn whatever_patterns_approve_reparses_into_plain_commands_each_matched_on_its_own() -> TestResult {
+fn whatever_patterns_approve_reparses_into_plain_commands_each_matched_on_its_own(
+    engine: Engine,
+) -> TestResult {
     // One session per subset of the pool, so that cases only read.
-    let f = common::Fixture::new();
+    let f = fixture!(engine);
     let subsets: Vec<Vec<&str>> = (1u32..(1 << POOL.len()))
         .map(|mask| {
             POOL.iter()
@@ -788,4 +793,15 @@ fn the_star_examples_of_the_patterns_doc_hold() {
             assert!(!m(pattern, line), "{pattern:?} should not admit {line:?}");
         }
     }
+}
+
+engine_tests! {
+    every_hostile_line_asks_against_ordinary_patterns,
+    a_construct_asks_even_when_the_session_allows_any_plain_command,
+    every_ordinary_line_is_approved_part_by_part,
+    the_three_lines_that_once_slipped_past_npm_test_star_ask_naming_the_part_or_construct,
+    an_assignment_before_a_command_is_a_word_of_it,
+    a_stored_pattern_the_new_rules_refuse_admits_nothing_and_is_flagged,
+    examples_that_disagree_refuse_the_pattern_and_write_nothing,
+    whatever_patterns_approve_reparses_into_plain_commands_each_matched_on_its_own,
 }

@@ -1,13 +1,14 @@
 //! Library rules that only the command-line suites used to test, through the binary: each is
 //! tested here once, against `Ledger`, so that the CLI suites can keep to what the CLI adds.
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
-use common::{Fixture, TestResult};
+use common::{Engine, Fixture, TestResult};
 use session_ledger::{
     AuditEntry, AuditHead, AuditKind, AuditQuery, ChainProblem, Config, Conflict, CreationRefused,
     Error, IdProblem, InputError, ManualClock, PostureLevel, PostureSource, Propagation, Raise,
@@ -37,21 +38,19 @@ fn with_token(token: &str) -> Propagation {
     }
 }
 
-/// A ledger whose clock moves only when the test moves it.
-fn clocked() -> (Fixture, Arc<ManualClock>) {
-    let clock = Arc::new(ManualClock::new(
+/// A clock that moves only when the test moves it.
+fn stopped_clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse().expect("a time"),
-    ));
-    (Fixture::with(Config::default().clock(clock.clone())), clock)
+    ))
 }
 
 /// A trusted root `conductor` (granted by alice) with `spec` built under it.
-fn trusted(spec: &str) -> Built<Fixture> {
-    let f = Fixture::new();
+fn trust_conductor(f: &Fixture, spec: &str) -> Built<()> {
     f.ledger.create_root("conductor", "alice")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build(spec);
-    Ok(f)
+    Ok(())
 }
 
 fn approves(f: &Fixture, id: &str) -> Built<bool> {
@@ -73,10 +72,10 @@ fn sessions_of(rows: &[AuditEntry]) -> Vec<String> {
 // sessions and labels
 // ------------------------------------------------------------------------------------------------
 
-#[test]
 fn an_id_may_hold_dots_underscores_and_colons_but_not_start_with_one_nor_hold_other_punctuation(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     for (id, expected) in [
         (".hidden", IdProblem::BadStart),
         ("_x", IdProblem::BadStart),
@@ -94,9 +93,10 @@ fn an_id_may_hold_dots_underscores_and_colons_but_not_start_with_one_nor_hold_ot
     Ok(())
 }
 
-#[test]
-fn a_nested_spawned_id_is_reserved_and_ids_that_only_look_spawned_can_be_created() -> TestResult {
-    let f = Fixture::new();
+fn a_nested_spawned_id_is_reserved_and_ids_that_only_look_spawned_can_be_created(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
     let r = f.ledger.create_child("sub-sub-root-1-2", "root", "test");
@@ -122,10 +122,10 @@ fn a_nested_spawned_id_is_reserved_and_ids_that_only_look_spawned_can_be_created
     Ok(())
 }
 
-#[test]
 fn a_create_refused_because_its_id_is_taken_does_not_record_its_unseen_spawned_creator(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
     let r = f.ledger.create_child("a", "sub-root-1", "test");
@@ -154,9 +154,10 @@ fn a_taint_class_is_one_of_three_lower_case_words() {
     }
 }
 
-#[test]
-fn raising_a_spawned_id_of_an_unknown_session_is_refused_and_records_nothing() -> TestResult {
-    let f = Fixture::new();
+fn raising_a_spawned_id_of_an_unknown_session_is_refused_and_records_nothing(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
     let r = f.ledger.raise("sub-nobody-1", UNTRUSTED, "test");
@@ -168,9 +169,8 @@ fn raising_a_spawned_id_of_an_unknown_session_is_refused_and_records_nothing() -
     Ok(())
 }
 
-#[test]
-fn an_invalid_actor_is_refused_by_every_write_and_changes_nothing() -> TestResult {
-    let f = Fixture::new();
+fn an_invalid_actor_is_refused_by_every_write_and_changes_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     f.ledger.state("root")?;
     let before = f.snapshot();
@@ -195,10 +195,11 @@ fn an_invalid_actor_is_refused_by_every_write_and_changes_nothing() -> TestResul
     Ok(())
 }
 
-#[test]
 fn the_default_bound_is_fifty_live_children_and_a_refused_create_under_trust_inherits_nothing(
+    engine: Engine,
 ) -> TestResult {
-    let f = trusted("conductor > w0")?;
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > w0")?;
     for i in 1..50 {
         f.ledger
             .create_child(&format!("w{i}"), "conductor", "alice")?;
@@ -239,10 +240,10 @@ fn the_default_bound_is_fifty_live_children_and_a_refused_create_under_trust_inh
     Ok(())
 }
 
-#[test]
 fn an_error_that_quotes_a_long_value_cuts_it_to_a_readable_length_with_its_full_length(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.build("conductor > worker");
     let id = "a".repeat(10_000);
     for r in [
@@ -287,10 +288,10 @@ fn an_error_that_quotes_a_long_value_cuts_it_to_a_readable_length_with_its_full_
 // postures, revocation and decisions
 // ------------------------------------------------------------------------------------------------
 
-#[test]
 fn the_create_audit_row_of_a_child_born_under_trust_reads_records_inherited_trust_reads(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.ledger.create_root("reader", "op")?;
     f.ledger.grant("reader", PostureLevel::TrustReads, "op")?;
     f.ledger.create_child("worker", "reader", "op")?;
@@ -302,9 +303,9 @@ fn the_create_audit_row_of_a_child_born_under_trust_reads_records_inherited_trus
     Ok(())
 }
 
-#[test]
-fn two_previews_of_the_same_state_give_the_same_token() -> TestResult {
-    let f = trusted("conductor > worker; worker > helper")?;
+fn two_previews_of_the_same_state_give_the_same_token(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker; worker > helper")?;
     let first = f.ledger.revoke("conductor", Propagation::Preview, "op")?;
     let again = f.ledger.revoke("conductor", Propagation::Preview, "op")?;
     assert!(first.token.is_some());
@@ -312,10 +313,11 @@ fn two_previews_of_the_same_state_give_the_same_token() -> TestResult {
     Ok(())
 }
 
-#[test]
 fn a_cascade_token_applies_only_to_the_latest_preview_of_its_own_root_in_the_same_epoch(
+    engine: Engine,
 ) -> TestResult {
-    let f = trusted("conductor > worker")?;
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker")?;
     let preview = f.ledger.revoke("conductor", Propagation::Preview, "op")?;
     let token = preview.token.expect("a preview's token");
     let before = f.snapshot();
@@ -348,9 +350,11 @@ fn a_cascade_token_applies_only_to_the_latest_preview_of_its_own_root_in_the_sam
     Ok(())
 }
 
-#[test]
-fn a_local_revoke_counts_spawned_descendants_among_those_still_holding() -> TestResult {
-    let f = trusted("conductor > worker")?;
+fn a_local_revoke_counts_spawned_descendants_among_those_still_holding(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker")?;
     f.ledger.state("sub-worker-1")?;
     f.ledger.state("sub-sub-conductor-2-1")?;
     let r = f.ledger.revoke("conductor", Propagation::Local, "op")?;
@@ -374,9 +378,11 @@ fn a_local_revoke_counts_spawned_descendants_among_those_still_holding() -> Test
     Ok(())
 }
 
-#[test]
-fn revoking_an_unknown_or_malformed_session_is_refused_for_every_propagation() -> TestResult {
-    let f = trusted("conductor > worker")?;
+fn revoking_an_unknown_or_malformed_session_is_refused_for_every_propagation(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker")?;
     let before = f.snapshot();
     for how in [Propagation::Local, Propagation::Preview, cascade()] {
         let r = f.ledger.revoke("nobody", how.clone(), "op");
@@ -394,9 +400,9 @@ fn revoking_an_unknown_or_malformed_session_is_refused_for_every_propagation() -
     Ok(())
 }
 
-#[test]
-fn a_global_revoke_with_no_posture_left_changes_nothing() -> TestResult {
-    let f = trusted("conductor > worker")?;
+fn a_global_revoke_with_no_posture_left_changes_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker")?;
     assert_eq!(f.ledger.revoke_all("op")?.count, 2);
     let before = f.snapshot();
     let again = f.ledger.revoke_all("op")?;
@@ -405,10 +411,10 @@ fn a_global_revoke_with_no_posture_left_changes_nothing() -> TestResult {
     Ok(())
 }
 
-#[test]
 fn a_decision_names_a_direct_grant_with_a_chain_of_one_and_under_trust_reads_says_reads_only(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.ledger.create_root("bystander", "op")?;
     f.ledger.grant("bystander", PostureLevel::Trust, "bob")?;
     let d = f.ledger.decide("bystander", "rm -rf build", false)?;
@@ -443,9 +449,11 @@ fn a_decision_names_a_direct_grant_with_a_chain_of_one_and_under_trust_reads_say
     Ok(())
 }
 
-#[test]
-fn a_decision_writes_nothing_for_an_unread_child_an_ended_session_or_a_scope() -> TestResult {
-    let f = trusted("conductor > unread helper")?;
+fn a_decision_writes_nothing_for_an_unread_child_an_ended_session_or_a_scope(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > unread helper")?;
     f.ledger.end("helper", "op")?;
     f.ledger.create_root("plain", "op")?;
     f.ledger
@@ -464,9 +472,11 @@ fn a_decision_writes_nothing_for_an_unread_child_an_ended_session_or_a_scope() -
     Ok(())
 }
 
-#[test]
-fn a_decision_on_an_unseen_spawned_id_records_it_once_with_its_parents_posture() -> TestResult {
-    let f = trusted("conductor > helper")?;
+fn a_decision_on_an_unseen_spawned_id_records_it_once_with_its_parents_posture(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > helper")?;
     let d = f.ledger.decide("sub-helper-3", "make deploy", false)?;
     let Reason::Trust { posture } = d.reason else {
         panic!("expected trust, got {:?}", d.reason);
@@ -485,9 +495,11 @@ fn a_decision_on_an_unseen_spawned_id_records_it_once_with_its_parents_posture()
     Ok(())
 }
 
-#[test]
-fn a_new_epoch_shows_older_postures_as_lapsed_audits_itself_and_stamps_new_grants() -> TestResult {
-    let f = trusted("conductor > worker")?;
+fn a_new_epoch_shows_older_postures_as_lapsed_audits_itself_and_stamps_new_grants(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker")?;
     f.ledger.create_root("reader", "op")?;
     f.ledger.grant("reader", PostureLevel::TrustReads, "op")?;
     let start = f.ledger.start_epoch("alice")?;
@@ -528,10 +540,10 @@ fn a_new_epoch_shows_older_postures_as_lapsed_audits_itself_and_stamps_new_grant
     Ok(())
 }
 
-#[test]
-fn a_durable_epoch_carries_each_posture_with_its_chain_and_children_still_inherit_it() -> TestResult
-{
-    let f = Fixture::with(Config::default().durable_postures(true));
+fn a_durable_epoch_carries_each_posture_with_its_chain_and_children_still_inherit_it(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine, Config::default().durable_postures(true));
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build("conductor > worker; worker > grandchild");
@@ -555,10 +567,11 @@ fn a_durable_epoch_carries_each_posture_with_its_chain_and_children_still_inheri
 // grants
 // ------------------------------------------------------------------------------------------------
 
-#[test]
 fn grants_on_an_unknown_session_or_a_spawned_id_of_an_unknown_or_ended_one_are_refused(
+    engine: Engine,
 ) -> TestResult {
-    let f = trusted("conductor > helper")?;
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > helper")?;
     f.ledger.end("helper", "op")?;
     let before = f.snapshot();
     let hour = Duration::from_secs(3_600);
@@ -585,9 +598,10 @@ fn grants_on_an_unknown_session_or_a_spawned_id_of_an_unknown_or_ended_one_are_r
     Ok(())
 }
 
-#[test]
-fn pattern_and_scope_changes_are_audited_and_adding_a_pattern_twice_writes_nothing() -> TestResult {
-    let f = Fixture::new();
+fn pattern_and_scope_changes_are_audited_and_adding_a_pattern_twice_writes_nothing(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("reviewer", "op")?;
     assert!(f.ledger.add_pattern("reviewer", "npm test", "alice")?);
     let before = f.snapshot();
@@ -625,10 +639,10 @@ fn pattern_and_scope_changes_are_audited_and_adding_a_pattern_twice_writes_nothi
     Ok(())
 }
 
-#[test]
 fn a_scope_name_is_checked_on_grant_and_revoke_and_what_a_session_lacks_cannot_be_removed(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant_scope("conductor", "ops", Duration::from_secs(900), "op")?;
@@ -664,10 +678,11 @@ fn a_scope_name_is_checked_on_grant_and_revoke_and_what_a_session_lacks_cannot_b
     Ok(())
 }
 
-#[test]
-fn a_revoked_scope_stays_listed_with_its_revocation_time_and_cannot_be_revoked_again() -> TestResult
-{
-    let (f, clock) = clocked();
+fn a_revoked_scope_stays_listed_with_its_revocation_time_and_cannot_be_revoked_again(
+    engine: Engine,
+) -> TestResult {
+    let clock = stopped_clock();
+    let f = fixture!(engine, Config::default().clock(clock.clone()));
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant_scope("conductor", "ops", Duration::from_secs(7_200), "op")?;
@@ -691,9 +706,8 @@ fn a_revoked_scope_stays_listed_with_its_revocation_time_and_cannot_be_revoked_a
     Ok(())
 }
 
-#[test]
-fn a_spawned_sub_agent_gets_none_of_its_parents_scopes() -> TestResult {
-    let f = Fixture::new();
+fn a_spawned_sub_agent_gets_none_of_its_parents_scopes(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant_scope("conductor", "ops", Duration::from_secs(3_600), "op")?;
@@ -708,29 +722,21 @@ fn a_spawned_sub_agent_gets_none_of_its_parents_scopes() -> TestResult {
 // the audit trail
 // ------------------------------------------------------------------------------------------------
 
-/// Drops the triggers that keep the audit table append-only, as a tamperer in the shell would.
-fn drop_guards(f: &Fixture) -> TestResult {
-    f.sql().execute_batch(
-        "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;",
-    )?;
-    Ok(())
-}
-
-#[test]
-fn editing_a_rows_detail_session_or_time_is_a_hash_mismatch_at_that_row() -> TestResult {
+fn editing_a_rows_detail_session_or_time_is_a_hash_mismatch_at_that_row(
+    engine: Engine,
+) -> TestResult {
     for set in [
         "detail = '{}'",
         "session_id = NULL",
         "at = '2000-01-01T00:00:00.000Z'",
     ] {
-        let f = trusted("conductor > worker; worker > helper")?;
+        let f = fixture!(engine);
+        trust_conductor(&f, "conductor > worker; worker > helper")?;
         let seq = f
             .ledger
             .audit(&AuditQuery::all().kind(AuditKind::PostureGrant))?[0]
             .seq;
-        drop_guards(&f)?;
-        f.sql()
-            .execute(&format!("UPDATE audit SET {set} WHERE seq = ?1"), [seq])?;
+        f.tamper(&format!("UPDATE audit SET {set} WHERE seq = {seq}"));
         let v = f.ledger.verify(None)?;
         assert_eq!(
             (v.first_bad_seq, v.problem),
@@ -741,13 +747,11 @@ fn editing_a_rows_detail_session_or_time_is_a_hash_mismatch_at_that_row() -> Tes
     Ok(())
 }
 
-#[test]
-fn a_verification_that_finds_a_gap_still_counts_every_row_it_read() -> TestResult {
-    let f = trusted("conductor > w1 w2 w3; w1 > w1a")?;
+fn a_verification_that_finds_a_gap_still_counts_every_row_it_read(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > w1 w2 w3; w1 > w1a")?;
     let last = f.ledger.audit_head()?.seq;
-    drop_guards(&f)?;
-    f.sql()
-        .execute("DELETE FROM audit WHERE seq = ?1", [last / 2])?;
+    f.tamper(&format!("DELETE FROM audit WHERE seq = {}", last / 2));
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem, v.rows as i64),
@@ -774,10 +778,11 @@ fn a_saved_head_is_refused_unless_it_is_a_seq_a_colon_and_sixty_four_lower_case_
     }
 }
 
-#[test]
 fn a_head_saved_before_later_changes_still_verifies_and_the_answer_gives_the_current_head(
+    engine: Engine,
 ) -> TestResult {
-    let f = trusted("conductor > worker")?;
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker")?;
     let saved = f.ledger.audit_head()?;
     f.ledger.create_root("late", "dave")?;
     f.ledger.revoke("conductor", cascade(), "carol")?;
@@ -791,19 +796,20 @@ fn a_head_saved_before_later_changes_still_verifies_and_the_answer_gives_the_cur
 /// conductor > worker-1 worker-2; worker-1 > worker-1a; spawned sub-worker-1-1 and
 /// sub-sub-worker-1-2-1 (with its missing middle); other > other-child; and an epoch start,
 /// a row about no session.
-fn forest() -> Built<Fixture> {
-    let f = trusted("conductor > worker-1 worker-2; worker-1 > worker-1a")?;
+fn grow_forest(f: &Fixture) -> Built<()> {
+    trust_conductor(f, "conductor > worker-1 worker-2; worker-1 > worker-1a")?;
     f.ledger.state("sub-worker-1-1")?;
     f.ledger.state("sub-sub-worker-1-2-1")?;
     f.build("other > other-child");
     f.ledger.start_epoch("dashboard")?;
-    Ok(f)
+    Ok(())
 }
 
-#[test]
 fn the_audit_of_a_subtree_takes_in_spawned_and_nested_spawned_descendants_and_nothing_else(
+    engine: Engine,
 ) -> TestResult {
-    let f = forest()?;
+    let f = fixture!(engine);
+    grow_forest(&f)?;
     let all = f.ledger.audit(&AuditQuery::all())?;
     let about = |ids: &[&str]| -> Vec<AuditEntry> {
         let mine = |r: &&AuditEntry| r.session.as_deref().is_some_and(|s| ids.contains(&s));
@@ -836,10 +842,11 @@ fn the_audit_of_a_subtree_takes_in_spawned_and_nested_spawned_descendants_and_no
     Ok(())
 }
 
-#[test]
 fn the_audit_of_an_unknown_subtree_is_empty_and_records_nothing_and_of_a_malformed_id_refused(
+    engine: Engine,
 ) -> TestResult {
-    let f = forest()?;
+    let f = fixture!(engine);
+    grow_forest(&f)?;
     let before = f.snapshot();
     for id in ["nobody", "sub-worker-1-9"] {
         assert!(
@@ -866,9 +873,9 @@ fn the_audit_of_an_unknown_subtree_is_empty_and_records_nothing_and_of_a_malform
 // explain
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn explain_lists_only_the_scopes_still_live() -> TestResult {
-    let (f, clock) = clocked();
+fn explain_lists_only_the_scopes_still_live(engine: Engine) -> TestResult {
+    let clock = stopped_clock();
+    let f = fixture!(engine, Config::default().clock(clock.clone()));
     f.ledger.create_root("conductor", "op")?;
     let hours = Duration::from_secs(7_200);
     f.ledger
@@ -890,10 +897,11 @@ fn explain_lists_only_the_scopes_still_live() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn explain_after_a_cascade_shows_no_posture_and_no_grant_and_lists_the_revocation_row() -> TestResult
-{
-    let f = trusted("conductor > worker")?;
+fn explain_after_a_cascade_shows_no_posture_and_no_grant_and_lists_the_revocation_row(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    trust_conductor(&f, "conductor > worker")?;
     f.ledger.revoke("conductor", cascade(), "carol")?;
     let e = f.ledger.explain("worker")?;
     assert_eq!(e.state.posture, None);
@@ -908,9 +916,11 @@ fn explain_after_a_cascade_shows_no_posture_and_no_grant_and_lists_the_revocatio
     Ok(())
 }
 
-#[test]
-fn explain_writes_nothing_and_refuses_an_unknown_or_unrecorded_spawned_id() -> TestResult {
-    let f = forest()?;
+fn explain_writes_nothing_and_refuses_an_unknown_or_unrecorded_spawned_id(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    grow_forest(&f)?;
     let before = f.snapshot();
     for id in ["worker-2", "conductor", "sub-sub-worker-1-2-1"] {
         f.ledger.explain(id)?;
@@ -928,4 +938,38 @@ fn explain_writes_nothing_and_refuses_an_unknown_or_unrecorded_spawned_id() -> T
     f.ledger.raise("conductor", SECRET, "op")?;
     assert_eq!(f.ledger.state("worker-2")?.taint, Taint::Secret);
     Ok(())
+}
+
+engine_tests! {
+    a_nested_spawned_id_is_reserved_and_ids_that_only_look_spawned_can_be_created,
+    raising_a_spawned_id_of_an_unknown_session_is_refused_and_records_nothing,
+    an_invalid_actor_is_refused_by_every_write_and_changes_nothing,
+    pattern_and_scope_changes_are_audited_and_adding_a_pattern_twice_writes_nothing,
+    a_spawned_sub_agent_gets_none_of_its_parents_scopes,
+    an_id_may_hold_dots_underscores_and_colons_but_not_start_with_one_nor_hold_other_punctuation,
+    a_create_refused_because_its_id_is_taken_does_not_record_its_unseen_spawned_creator,
+    the_default_bound_is_fifty_live_children_and_a_refused_create_under_trust_inherits_nothing,
+    an_error_that_quotes_a_long_value_cuts_it_to_a_readable_length_with_its_full_length,
+    the_create_audit_row_of_a_child_born_under_trust_reads_records_inherited_trust_reads,
+    two_previews_of_the_same_state_give_the_same_token,
+    a_cascade_token_applies_only_to_the_latest_preview_of_its_own_root_in_the_same_epoch,
+    a_local_revoke_counts_spawned_descendants_among_those_still_holding,
+    revoking_an_unknown_or_malformed_session_is_refused_for_every_propagation,
+    a_global_revoke_with_no_posture_left_changes_nothing,
+    a_decision_names_a_direct_grant_with_a_chain_of_one_and_under_trust_reads_says_reads_only,
+    a_decision_writes_nothing_for_an_unread_child_an_ended_session_or_a_scope,
+    a_decision_on_an_unseen_spawned_id_records_it_once_with_its_parents_posture,
+    a_new_epoch_shows_older_postures_as_lapsed_audits_itself_and_stamps_new_grants,
+    a_durable_epoch_carries_each_posture_with_its_chain_and_children_still_inherit_it,
+    grants_on_an_unknown_session_or_a_spawned_id_of_an_unknown_or_ended_one_are_refused,
+    a_scope_name_is_checked_on_grant_and_revoke_and_what_a_session_lacks_cannot_be_removed,
+    a_revoked_scope_stays_listed_with_its_revocation_time_and_cannot_be_revoked_again,
+    editing_a_rows_detail_session_or_time_is_a_hash_mismatch_at_that_row,
+    a_verification_that_finds_a_gap_still_counts_every_row_it_read,
+    a_head_saved_before_later_changes_still_verifies_and_the_answer_gives_the_current_head,
+    explain_lists_only_the_scopes_still_live,
+    explain_after_a_cascade_shows_no_posture_and_no_grant_and_lists_the_revocation_row,
+    the_audit_of_a_subtree_takes_in_spawned_and_nested_spawned_descendants_and_nothing_else,
+    the_audit_of_an_unknown_subtree_is_empty_and_records_nothing_and_of_a_malformed_id_refused,
+    explain_writes_nothing_and_refuses_an_unknown_or_unrecorded_spawned_id,
 }

@@ -1,12 +1,13 @@
 //! Sessions, lineage, creation bounds and the audit of each change: rules S1, S2 and A1.
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
-use common::{Fixture, TestResult};
+use common::{Engine, Fixture, TestResult};
 use session_ledger::{
     AuditKind, AuditQuery, Config, Conflict, CreationRefused, Error, IdProblem, InputError,
     ManualClock, Origin, Raise, Taint,
@@ -19,9 +20,8 @@ fn problem(result: Result<impl std::fmt::Debug, Error>) -> IdProblem {
     }
 }
 
-#[test]
-fn ids_are_validated_at_every_entry_and_bad_ones_change_nothing() -> TestResult {
-    let f = Fixture::new();
+fn ids_are_validated_at_every_entry_and_bad_ones_change_nothing(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
     let long = "x".repeat(129);
@@ -69,18 +69,16 @@ fn ids_are_validated_at_every_entry_and_bad_ones_change_nothing() -> TestResult 
     Ok(())
 }
 
-#[test]
-fn an_id_of_exactly_the_maximum_length_is_accepted() -> TestResult {
-    let f = Fixture::new();
+fn an_id_of_exactly_the_maximum_length_is_accepted(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     let id = "x".repeat(session_ledger::MAX_ID_LEN);
     f.ledger.create_root(&id, "test")?;
     assert!(f.ledger.session(&id)?.is_some());
     Ok(())
 }
 
-#[test]
-fn the_spawned_form_is_reserved_for_spawned_sub_agents() -> TestResult {
-    let f = Fixture::new();
+fn the_spawned_form_is_reserved_for_spawned_sub_agents(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     assert_eq!(
         problem(f.ledger.create_root("sub-a-1", "test")),
@@ -95,9 +93,8 @@ fn the_spawned_form_is_reserved_for_spawned_sub_agents() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn actor_names_are_validated() -> TestResult {
-    let f = Fixture::new();
+fn actor_names_are_validated(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     for actor in ["", "has space", &"a".repeat(65), "tab\t"] {
         assert!(
             matches!(
@@ -112,9 +109,8 @@ fn actor_names_are_validated() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn an_id_that_exists_or_existed_cannot_be_created_again() -> TestResult {
-    let f = Fixture::new();
+fn an_id_that_exists_or_existed_cannot_be_created_again(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a b");
     f.ledger.end("b", "test")?;
     let before = f.snapshot();
@@ -135,9 +131,8 @@ fn an_id_that_exists_or_existed_cannot_be_created_again() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn an_ended_session_stays_as_a_tombstone() -> TestResult {
-    let f = Fixture::new();
+fn an_ended_session_stays_as_a_tombstone(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     f.raise("a", Some(Taint::Secret), false);
     let ended = f.ledger.end("a", "test")?;
@@ -157,9 +152,8 @@ fn an_ended_session_stays_as_a_tombstone() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn an_unknown_or_ended_creator_cannot_create_and_nothing_is_written() -> TestResult {
-    let f = Fixture::new();
+fn an_unknown_or_ended_creator_cannot_create_and_nothing_is_written(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     f.ledger.end("a", "test")?;
     let before = f.snapshot();
@@ -180,9 +174,8 @@ fn an_unknown_or_ended_creator_cannot_create_and_nothing_is_written() -> TestRes
     Ok(())
 }
 
-#[test]
-fn a_spawned_sub_agent_can_create_and_is_recorded_first() -> TestResult {
-    let f = Fixture::new();
+fn a_spawned_sub_agent_can_create_and_is_recorded_first(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > worker");
     f.ledger.create_child("helper", "sub-worker-2", "test")?;
     assert_eq!(
@@ -211,10 +204,10 @@ fn refusals(f: &Fixture) -> Vec<(Option<String>, String)> {
         .collect()
 }
 
-#[test]
 fn the_depth_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::with(Config::default().max_depth(2));
+    let f = fixture!(engine, Config::default().max_depth(2));
     f.build("root > a; a > b");
     let sessions = f.count("sessions");
     let err = f
@@ -234,10 +227,10 @@ fn the_depth_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_
     Ok(())
 }
 
-#[test]
 fn the_live_children_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::with(Config::default().max_live_children(2));
+    let f = fixture!(engine, Config::default().max_live_children(2));
     f.build("root > a b");
     let sessions = f.count("sessions");
     let err = f
@@ -260,11 +253,12 @@ fn the_live_children_bound_refuses_with_its_own_error_and_an_audit_row_and_nothi
     Ok(())
 }
 
-#[test]
-fn the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_passes() -> TestResult
-{
+fn the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_passes(
+    engine: Engine,
+) -> TestResult {
     let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00.000Z".parse()?));
-    let f = Fixture::with(
+    let f = fixture!(
+        engine,
         Config::default()
             .creation_rate(3, Duration::from_secs(60))
             .clock(clock.clone()),
@@ -301,9 +295,8 @@ fn the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_p
     Ok(())
 }
 
-#[test]
-fn a_refused_create_is_audited_with_its_actor_and_creator() -> TestResult {
-    let f = Fixture::with(Config::default().max_live_children(0));
+fn a_refused_create_is_audited_with_its_actor_and_creator(engine: Engine) -> TestResult {
+    let f = fixture!(engine, Config::default().max_live_children(0));
     f.ledger.create_root("root", "test")?;
     f.ledger
         .create_child("c", "root", "mallory")
@@ -319,9 +312,8 @@ fn a_refused_create_is_audited_with_its_actor_and_creator() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn every_change_writes_its_audit_row() -> TestResult {
-    let f = Fixture::new();
+fn every_change_writes_its_audit_row(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("root", "alice")?;
     f.ledger.create_child("a", "root", "bob")?;
     f.ledger.state("a")?;
@@ -366,9 +358,8 @@ fn every_change_writes_its_audit_row() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn the_audit_query_filters_by_session_kind_and_limit() -> TestResult {
-    let f = Fixture::new();
+fn the_audit_query_filters_by_session_kind_and_limit(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a b c");
     let rows = f
         .ledger
@@ -381,9 +372,8 @@ fn the_audit_query_filters_by_session_kind_and_limit() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn ancestors_children_and_the_subtree_follow_created_by() -> TestResult {
-    let f = Fixture::new();
+fn ancestors_children_and_the_subtree_follow_created_by(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("conductor > w1 w2; w1 > w1a w1b; w1a > deep; other > x");
     f.ledger.state("sub-w2-1")?;
     assert_eq!(
@@ -427,9 +417,10 @@ fn ancestors_children_and_the_subtree_follow_created_by() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_spawned_id_under_an_ended_session_cannot_create_and_is_not_recorded_by_trying() -> TestResult {
-    let f = Fixture::new();
+fn a_spawned_id_under_an_ended_session_cannot_create_and_is_not_recorded_by_trying(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > gone");
     f.ledger.end("gone", "test")?;
     let before = f.snapshot();
@@ -447,9 +438,10 @@ fn a_spawned_id_under_an_ended_session_cannot_create_and_is_not_recorded_by_tryi
     Ok(())
 }
 
-#[test]
-fn ending_a_session_ends_its_spawned_sub_agents_but_not_its_created_children() -> TestResult {
-    let f = Fixture::new();
+fn ending_a_session_ends_its_spawned_sub_agents_but_not_its_created_children(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > conductor; conductor > worker");
     f.ledger.state("sub-sub-conductor-1-1")?;
     f.ledger.state("sub-worker-1")?;
@@ -481,9 +473,10 @@ fn ending_a_session_ends_its_spawned_sub_agents_but_not_its_created_children() -
     Ok(())
 }
 
-#[test]
-fn a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal() -> TestResult {
-    let f = Fixture::with(Config::default().max_depth(1));
+fn a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine, Config::default().max_depth(1));
     f.ledger.create_root("r", "test")?;
     let before = f.count("sessions");
     let err = f
@@ -508,10 +501,11 @@ fn a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal() -> T
     Ok(())
 }
 
-#[test]
-fn a_clock_that_steps_back_still_lets_a_session_end_and_the_trail_keeps_its_order() -> TestResult {
+fn a_clock_that_steps_back_still_lets_a_session_end_and_the_trail_keeps_its_order(
+    engine: Engine,
+) -> TestResult {
     let clock = Arc::new(ManualClock::new("2026-01-01T00:00:10.000Z".parse()?));
-    let f = Fixture::with(Config::default().clock(clock.clone()));
+    let f = fixture!(engine, Config::default().clock(clock.clone()));
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant("conductor", session_ledger::PostureLevel::Trust, "op")?;
@@ -533,4 +527,26 @@ fn a_clock_that_steps_back_still_lets_a_session_end_and_the_trail_keeps_its_orde
         trail.iter().map(|r| r.at).collect::<Vec<_>>()
     );
     Ok(())
+}
+
+engine_tests! {
+    ids_are_validated_at_every_entry_and_bad_ones_change_nothing,
+    an_id_of_exactly_the_maximum_length_is_accepted,
+    the_spawned_form_is_reserved_for_spawned_sub_agents,
+    actor_names_are_validated,
+    an_id_that_exists_or_existed_cannot_be_created_again,
+    an_ended_session_stays_as_a_tombstone,
+    an_unknown_or_ended_creator_cannot_create_and_nothing_is_written,
+    a_spawned_sub_agent_can_create_and_is_recorded_first,
+    a_refused_create_is_audited_with_its_actor_and_creator,
+    every_change_writes_its_audit_row,
+    the_audit_query_filters_by_session_kind_and_limit,
+    ancestors_children_and_the_subtree_follow_created_by,
+    a_spawned_id_under_an_ended_session_cannot_create_and_is_not_recorded_by_trying,
+    ending_a_session_ends_its_spawned_sub_agents_but_not_its_created_children,
+    a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal,
+    a_clock_that_steps_back_still_lets_a_session_end_and_the_trail_keeps_its_order,
+    the_depth_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes,
+    the_live_children_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes,
+    the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_passes,
 }

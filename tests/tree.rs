@@ -1,10 +1,11 @@
 //! The tree view: one call that gives a dashboard the subtree with each session's label,
 //! materialized flag and posture, read as one snapshot and without writing.
 
+#[macro_use]
 mod common;
 
 use common::cli::ok_unchanged;
-use common::{Fixture, TestResult};
+use common::{Engine, Fixture, TestResult};
 use session_ledger::{
     Conflict, Error, InputError, PostureLevel, PostureSource, Propagation, Raise, Taint,
 };
@@ -36,9 +37,8 @@ fn view(f: &Fixture, id: &str) -> Result<Vec<String>, Error> {
         .collect())
 }
 
-#[test]
-fn a_tree_shows_each_sessions_label_and_posture_in_depth_first_order() -> TestResult {
-    let f = Fixture::new();
+fn a_tree_shows_each_sessions_label_and_posture_in_depth_first_order(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("c", "op")?;
     f.ledger.grant("c", PostureLevel::Trust, "op")?;
     f.build("c > w1 w2; w1 > w1a");
@@ -65,10 +65,10 @@ fn a_tree_shows_each_sessions_label_and_posture_in_depth_first_order() -> TestRe
     Ok(())
 }
 
-#[test]
 fn a_tree_of_an_unmaterialized_session_shows_what_its_first_read_would_give_and_writes_nothing(
+    engine: Engine,
 ) -> TestResult {
-    let f = Fixture::new();
+    let f = fixture!(engine);
     f.build("c > w; w > x");
     f.ledger.raise(
         "c",
@@ -92,9 +92,8 @@ fn a_tree_of_an_unmaterialized_session_shows_what_its_first_read_would_give_and_
     Ok(())
 }
 
-#[test]
-fn a_tree_after_a_cascade_shows_no_posture_below_the_revoked_session() -> TestResult {
-    let f = Fixture::new();
+fn a_tree_after_a_cascade_shows_no_posture_below_the_revoked_session(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("c", "op")?;
     f.ledger.grant("c", PostureLevel::Trust, "op")?;
     f.build("c > w; w > x");
@@ -111,9 +110,8 @@ fn a_tree_after_a_cascade_shows_no_posture_below_the_revoked_session() -> TestRe
     Ok(())
 }
 
-#[test]
-fn an_ended_sessions_posture_is_shown_but_does_not_count() -> TestResult {
-    let f = Fixture::new();
+fn an_ended_sessions_posture_is_shown_but_does_not_count(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.ledger.create_root("c", "op")?;
     f.ledger.grant("c", PostureLevel::Trust, "op")?;
     f.build("c > w");
@@ -124,9 +122,8 @@ fn an_ended_sessions_posture_is_shown_but_does_not_count() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn a_tree_of_an_unknown_session_is_refused() -> TestResult {
-    let f = Fixture::new();
+fn a_tree_of_an_unknown_session_is_refused(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     assert!(matches!(
         f.ledger.tree("nobody"),
         Err(Error::Conflict(Conflict::UnknownSession(id))) if id == "nobody"
@@ -160,4 +157,12 @@ fn cli_tree_json_carries_the_same_trust_fields_as_state_json() -> TestResult {
     assert_eq!(nodes[1]["materialized"], false);
     assert_eq!(nodes[1]["posture"]["source"], "inherited");
     Ok(())
+}
+
+engine_tests! {
+    a_tree_shows_each_sessions_label_and_posture_in_depth_first_order,
+    a_tree_after_a_cascade_shows_no_posture_below_the_revoked_session,
+    an_ended_sessions_posture_is_shown_but_does_not_count,
+    a_tree_of_an_unknown_session_is_refused,
+    a_tree_of_an_unmaterialized_session_shows_what_its_first_read_would_give_and_writes_nothing,
 }

@@ -1,4 +1,12 @@
 //! Fixtures shared by the integration tests.
+//!
+//! The behaviour suites run once per storage engine: a test is a function of the [`Engine`], it
+//! takes its ledger with [`fixture!`], and [`engine_tests!`] makes a test per engine of it
+//! (`sqlite::NAME`). A [`Fixture`] offers what a test needs of the database underneath in
+//! engine-neutral calls: [`Fixture::count`], [`Fixture::snapshot`], and hand edits
+//! ([`Fixture::exec`], [`Fixture::tamper`]) as someone with the engine's own shell would make
+//! them. Suites about one engine's file itself (the SQLite file's header, its WAL, a read-only
+//! file, a crash) use [`Fixture::new`] and [`Fixture::sql`] directly.
 #![allow(dead_code)]
 
 pub mod cli;
@@ -10,42 +18,201 @@ use tempfile::TempDir;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A storage engine the behaviour suites run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// A SQLite file in a temporary folder.
+    Sqlite,
+}
+
+/// Runs each named test once per engine: `fn NAME(engine: Engine) -> TestResult` becomes the
+/// test `sqlite::NAME` (and one per further engine), so the test output names the engine. A
+/// test function left out of the list is dead code, which the lints refuse.
+#[macro_export]
+macro_rules! engine_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[test]
+                fn $name() -> super::common::TestResult {
+                    super::$name(super::common::Engine::Sqlite)
+                }
+            )*
+        }
+    };
+}
+
+/// A fresh ledger on `engine`, with the default config or the one given; when the engine is not
+/// available here, the test returns (having said so) instead.
+#[macro_export]
+macro_rules! fixture {
+    ($engine:expr) => {
+        fixture!($engine, session_ledger::Config::default())
+    };
+    ($engine:expr, $config:expr $(,)?) => {
+        match common::Fixture::on($engine, $config) {
+            Some(fixture) => fixture,
+            None => return Ok(()),
+        }
+    };
+}
+
 /// A fresh ledger in a file of its own; the directory lives as long as the returned guard.
 pub struct Fixture {
     pub dir: TempDir,
     pub ledger: Ledger,
+    pub engine: Engine,
 }
 
 impl Fixture {
+    /// A fresh SQLite ledger, for the suites about the SQLite file itself.
     pub fn new() -> Fixture {
         Fixture::with(Config::default())
     }
 
+    /// [`Fixture::new`] with `config`.
     pub fn with(config: Config) -> Fixture {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let ledger = Ledger::open_with(dir.path().join("ledger.db"), config).expect("open ledger");
-        Fixture { dir, ledger }
+        Fixture::on(Engine::Sqlite, config).expect("SQLite is always there")
     }
 
+    /// A fresh ledger on `engine` with `config`; `None` when the engine is not available here
+    /// (the test then passes having said so).
+    pub fn on(engine: Engine, config: Config) -> Option<Fixture> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ledger = match engine {
+            Engine::Sqlite => Ledger::open_with(dir.path().join("ledger.db"), config),
+        }
+        .expect("open a fresh ledger");
+        Some(Fixture {
+            dir,
+            ledger,
+            engine,
+        })
+    }
+
+    /// Opens the same ledger again, as another handle or process would.
+    pub fn reopen(&self, config: Config) -> Ledger {
+        match self.engine {
+            Engine::Sqlite => Ledger::open_with(self.path(), config).expect("reopen the ledger"),
+        }
+    }
+
+    /// The SQLite ledger's file.
     pub fn path(&self) -> PathBuf {
+        assert_eq!(
+            self.engine,
+            Engine::Sqlite,
+            "only a SQLite ledger is a file"
+        );
         self.dir.path().join("ledger.db")
     }
 
-    /// A plain connection to the file, as an auditor or the sqlite3 shell would have.
+    /// A plain connection to the SQLite file, as an auditor or the sqlite3 shell would have.
     pub fn sql(&self) -> rusqlite::Connection {
         raw(&self.path())
     }
 
     /// How many rows the table has.
     pub fn count(&self, table: &str) -> i64 {
-        self.sql()
-            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-            .expect("count")
+        match self.engine {
+            Engine::Sqlite => self
+                .sql()
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .expect("count"),
+        }
     }
 
     /// Every row of every table, as text, to compare a ledger before and after.
     pub fn snapshot(&self) -> Vec<String> {
-        cli::dump(&self.path()).expect("read every table")
+        match self.engine {
+            Engine::Sqlite => cli::dump(&self.path()).expect("read every table"),
+        }
+    }
+
+    /// Runs `sql` (one statement or several) in one transaction, as a hand edit in the engine's
+    /// own shell would: the schema's rules hold. The error is the database's message; a
+    /// refused edit leaves nothing behind.
+    pub fn exec(&self, sql: &str) -> Result<(), String> {
+        match self.engine {
+            Engine::Sqlite => {
+                let conn = self.sql();
+                let done = conn.execute_batch(&format!("BEGIN;\n{sql};\nCOMMIT;"));
+                if done.is_err() {
+                    conn.execute_batch("ROLLBACK").ok();
+                }
+                done.map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// Runs `sql` with the audit trail's guards turned off (its triggers), as someone who
+    /// controls the database could: the edits only a verifier can detect. The guards are back
+    /// once it returns. Panics if the edit fails.
+    pub fn tamper(&self, sql: &str) {
+        match self.engine {
+            Engine::Sqlite => {
+                let conn = self.sql();
+                let (drops, creates) = audit_guards(&conn);
+                conn.execute_batch(&format!("BEGIN; {drops} {sql}; {creates} COMMIT;"))
+                    .expect(sql);
+            }
+        }
+    }
+
+    /// Every row `sql` returns, each value as text (`None` for NULL): a read in the engine's
+    /// own shell.
+    pub fn query(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        match self.engine {
+            Engine::Sqlite => {
+                let conn = self.sql();
+                let mut stmt = conn.prepare(sql).expect(sql);
+                let columns = stmt.column_count();
+                let rows = stmt
+                    .query_map([], |row| {
+                        (0..columns)
+                            .map(|i| {
+                                Ok(match row.get::<_, rusqlite::types::Value>(i)? {
+                                    rusqlite::types::Value::Null => None,
+                                    rusqlite::types::Value::Integer(n) => Some(n.to_string()),
+                                    rusqlite::types::Value::Real(x) => Some(x.to_string()),
+                                    rusqlite::types::Value::Text(t) => Some(t),
+                                    rusqlite::types::Value::Blob(b) => {
+                                        Some(String::from_utf8_lossy(&b).into_owned())
+                                    }
+                                })
+                            })
+                            .collect::<rusqlite::Result<Vec<_>>>()
+                    })
+                    .expect(sql);
+                rows.collect::<rusqlite::Result<Vec<_>>>().expect(sql)
+            }
+        }
+    }
+
+    /// The documented SQL verifier of the audit chain, run in the engine's own shell
+    /// (docs/audit.md): `None` when every row verifies, else the first bad row's seq and its
+    /// problem's word.
+    pub fn verify_in_sql(&self) -> Option<(i64, String)> {
+        let out = match self.engine {
+            Engine::Sqlite => run_sqlite3(&self.path(), &doc_query("verify-chain").sql, &[]),
+        };
+        let line = out.lines().nth(1)?;
+        let (seq, problem) = line.split_once('|').expect("seq|problem");
+        Some((seq.parse().expect("seq"), problem.to_owned()))
+    }
+
+    /// The documented SQL check of a saved head: `ok`, `truncated` or `head_mismatch`.
+    pub fn check_head_in_sql(&self, head: &session_ledger::AuditHead) -> String {
+        let out = match self.engine {
+            Engine::Sqlite => {
+                let params = [
+                    (":seq".to_owned(), head.seq.to_string()),
+                    (":hash".to_owned(), format!("'{}'", head.hash)),
+                ];
+                run_sqlite3(&self.path(), &doc_query("check-head").sql, &params)
+            }
+        };
+        out.lines().nth(1).expect("one row").to_owned()
     }
 
     /// Builds a tree from a compact literal: `"a > b c; b > d"` makes root `a` with children
@@ -87,6 +254,30 @@ impl Fixture {
             .raise(id, Raise { taint, untrusted }, "test")
             .expect("raise");
     }
+}
+
+/// The statements that drop the audit table's triggers, and those that create them again as
+/// they are.
+fn audit_guards(conn: &rusqlite::Connection) -> (String, String) {
+    let mut stmt = conn
+        .prepare(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit'",
+        )
+        .expect("the guards' SQL");
+    let guards = stmt
+        .query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })
+        .expect("read the guards")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("read the guards");
+    assert!(guards.len() >= 3, "the audit table has its guards");
+    let drops = guards
+        .iter()
+        .map(|(name, _)| format!("DROP TRIGGER {name};"))
+        .collect();
+    let creates = guards.iter().map(|(_, sql)| format!("{sql};\n")).collect();
+    (drops, creates)
 }
 
 pub fn raw(path: &Path) -> rusqlite::Connection {
