@@ -2,6 +2,9 @@
 //!
 //! Every time the ledger stores is UTC text of the fixed width `YYYY-MM-DDTHH:MM:SS.sssZ`, so
 //! times sort and compare as text in SQL.
+//!
+//! It knows no concept and no engine: the engines store times in this form, the concepts read
+//! the clock through [`Config`](crate::Config).
 
 use std::fmt;
 use std::sync::Mutex;

@@ -19,6 +19,8 @@
 //!
 //! The walk over the syntax tree is an allowlist: a node kind not named below is refused, so a
 //! construct the grammar knows and this module does not is never mistaken for words.
+//!
+//! This module only reads text: it knows no session, no pattern store and no database.
 
 use std::fmt;
 use std::ops::Range;

@@ -1,4 +1,7 @@
 //! How a ledger is opened: bounds on creation (rule S2) and connection settings.
+//!
+//! A plain value: it opens nothing itself, and knows no concept; the facade hands its bounds to
+//! the sessions concept and its connection settings to the engine.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -21,6 +21,9 @@
 //! caller gave in full up to 64 characters; a longer one is cut there, with an ellipsis and its
 //! full length, `"aaaa…" (10000 characters)`, while the variant's field keeps the whole value.
 //! Messages describe the problem; what to run about it is for the program that shows them.
+//!
+//! This module knows no concept and no engine: an engine wraps its own error in an
+//! [`EngineError`], and the concepts build the leaves.
 
 use std::fmt;
 use std::path::PathBuf;

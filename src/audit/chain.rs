@@ -1,5 +1,7 @@
 //! The hash chain (rule A3): how a row's hash is computed, and the walk that checks every row
 //! against its predecessor, which the library's verifiers and `docs/audit.md`'s SQL share.
+//!
+//! It reads rows through the storage interface and writes none.
 
 use std::fmt;
 

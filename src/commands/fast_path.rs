@@ -1,6 +1,9 @@
 //! Splitting a plain command line without the grammar: a line in which nothing is special to
 //! bash but the five operators gives the grammar's answer, for much less time (the property
 //! test in `commands`' tests holds the two together).
+//!
+//! It decides nothing the grammar would not: when in doubt it declines, and the grammar reads
+//! the line.
 
 use super::{Parts, PatternWord, Piece, MAX_DEPTH};
 

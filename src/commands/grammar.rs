@@ -1,6 +1,8 @@
 //! Reading a line with the bash grammar (tree-sitter-bash): the parse, bounded in time, and the
 //! walk over its syntax tree, an allowlist of node kinds that turns plain words into simple
 //! commands and anything else into a refusal.
+//!
+//! It knows no pattern: what words a pattern admits is `crate::patterns`'.
 
 use std::cell::RefCell;
 use std::ops::ControlFlow;

@@ -1,4 +1,6 @@
 //! An audit row, its kind, and the head of the chain the rows form.
+//!
+//! Values only: appending, listing and verifying are `crate::audit`'s.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,6 @@
 //! The report of the whole-file check: the engine's own integrity check and every reference.
+//!
+//! Values only: the check runs in the engine.
 
 use serde::Serialize;
 

@@ -1,5 +1,7 @@
 //! Session ids and actor names: what a well-formed one is (rule S1), and the spawned form
 //! `sub-<parent>-<n>` whose parent is read from the id itself.
+//!
+//! Text only: whether an id is recorded is the database's to say.
 
 use std::fmt;
 

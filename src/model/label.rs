@@ -1,5 +1,7 @@
 //! A label: a taint class on the lattice `public < private < secret` and the `untrusted` flag,
 //! with the lattice's join, and how a stored label came to be written.
+//!
+//! Values only: reading, inheriting and raising labels are `crate::labels`'.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,5 +1,7 @@
 //! A posture (`trust`, `trust_reads`) with its provenance: the operator's grant it traces back
 //! to and the delegation chain it was copied along.
+//!
+//! Values only: granting, inheriting and revoking are `crate::postures`'.
 
 use std::fmt;
 use std::str::FromStr;

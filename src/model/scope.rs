@@ -1,4 +1,6 @@
 //! An override scope: a named grant with an expiry, judged for one session (rule P4).
+//!
+//! Values only: granting and revoking scopes are `crate::grants`'.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -1,4 +1,6 @@
 //! A session as the ledger records it, and how it came to be.
+//!
+//! Values only: creating, ending and walking sessions are `crate::sessions`'.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

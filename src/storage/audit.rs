@@ -1,5 +1,7 @@
 //! What the audit concept needs from a database: the trail's rows by sequence number, and
 //! appending one.
+//!
+//! Traits and rows only: no SQL and no rule (the chain's hash is computed by the caller).
 
 use chrono::{DateTime, Utc};
 

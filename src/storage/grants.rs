@@ -1,4 +1,6 @@
 //! What the grants concept needs from a database: command patterns and override scopes.
+//!
+//! Traits and rows only: no SQL and no rule.
 
 use chrono::{DateTime, Utc};
 

@@ -1,5 +1,7 @@
 //! What the labels concept needs from a database: stored labels, and first-read inheritance
 //! as one statement.
+//!
+//! Traits and rows only: no SQL and no rule.
 
 use chrono::{DateTime, Utc};
 

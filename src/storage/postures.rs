@@ -1,5 +1,7 @@
 //! What the postures concept needs from a database: posture rows, their epochs, and
 //! revocation as one statement.
+//!
+//! Traits and rows only: no SQL and no rule.
 
 use chrono::{DateTime, Utc};
 

@@ -1,4 +1,6 @@
 //! What the sessions concept needs from a database: session rows and walks over `created_by`.
+//!
+//! Traits and rows only: no SQL and no rule.
 
 use chrono::{DateTime, Utc};
 

@@ -1,4 +1,6 @@
 //! The `audit` table: its head, its rows by ranges of `seq`, and appending one.
+//!
+//! What a row means, and the chain's hash, are the audit concept's: this file stores and reads.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{named_params, OptionalExtension, Row};

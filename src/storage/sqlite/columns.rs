@@ -1,6 +1,8 @@
 //! How stored rows become values: the column lists that several statements share, the
 //! readers of those columns by name, and the checks that turn a stored word or time that the
 //! library cannot read into a [`Corruption`] naming it.
+//!
+//! It knows the schema's columns and words, never a rule of the ledger.
 
 use chrono::{DateTime, Utc};
 use rusqlite::Row;

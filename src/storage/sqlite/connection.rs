@@ -1,5 +1,7 @@
 //! A connection to a ledger file, configured: the per-connection pragmas, each with why, the
 //! kept WAL file, and the `sha3()` SQL function the audit chain's verifier needs.
+//!
+//! It knows no table: the schema is `migrate.rs`'s, the statements are the other files'.
 
 use rusqlite::Connection;
 

@@ -1,5 +1,7 @@
 //! The `command_patterns` and `override_scopes` tables: each statement a range of one
 //! session's rows of the primary key.
+//!
+//! Whether a stored pattern still admits anything is the grants concept's, not this file's.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{named_params, OptionalExtension, Row};

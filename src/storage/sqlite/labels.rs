@@ -1,5 +1,8 @@
 //! The `labels` table: a session's state on the hot path, first-read inheritance as one
 //! recursive statement, and raises.
+//!
+//! When to inherit and what a raise may do are the labels concept's; the triggers refuse a
+//! label that breaks them.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{named_params, OptionalExtension};

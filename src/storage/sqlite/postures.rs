@@ -1,4 +1,7 @@
 //! The `postures` and `epochs` tables, and revocation as one statement.
+//!
+//! Who may grant, and when a revocation reaches whom, are the postures concept's; the triggers
+//! refuse a posture that breaks rules P1 and P2.
 
 use chrono::{DateTime, Utc};
 use rusqlite::{named_params, OptionalExtension, Row};

@@ -1,4 +1,6 @@
 //! The `sessions` table and the walks over `created_by`.
+//!
+//! The bounds on creating and the recording of spawned ids are the sessions concept's.
 
 use chrono::{DateTime, Utc};
 use rusqlite::named_params;
