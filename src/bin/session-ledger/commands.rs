@@ -384,7 +384,7 @@ fn actor(explicit: &Option<String>) -> Result<String, CliError> {
 /// The library's defaults. The `-wal` and `-shm` files stay beside the ledger when a command
 /// ends, as they do for the library: a reader who may not write the folder (an auditor's
 /// `sqlite3 -readonly`, or this tool's read commands) can open the ledger only when they exist.
-pub fn cli_config() -> Config {
+fn cli_config() -> Config {
     Config::default()
 }
 

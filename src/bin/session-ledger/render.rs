@@ -18,9 +18,7 @@ use session_ledger::{
 
 use crate::error::CliError;
 
-pub use audit::print_audit;
-pub use authority::{describe_decision, print_revocation};
-pub use sessions::{describe_state, label_words, print_tree};
+use sessions::{describe_state, label_words};
 
 /// What a command produced, for [`report`] to print: the library's answer, and the arguments
 /// the text repeats.
