@@ -886,3 +886,177 @@ fn demo_refuses_a_path_that_exists_ledger_or_not_and_leaves_it_unchanged() -> Te
     }
     Ok(())
 }
+
+/// One `$ session-ledger ...` step of the demo: the command line as shown, and the lines the
+/// demo printed under it.
+struct DemoStep {
+    line: String,
+    output: Vec<String>,
+}
+
+/// The demo's steps. Every other line must be the header (before the first step), a section
+/// title, a blank line between sections, or the closing `look inside:` line: text printed
+/// outside a step is text no command printed.
+fn demo_steps(out: &str) -> TestResult<Vec<DemoStep>> {
+    let mut steps: Vec<DemoStep> = Vec::new();
+    let mut in_step = false;
+    for line in out.lines() {
+        if let Some(command) = line.strip_prefix("$ session-ledger ") {
+            steps.push(DemoStep {
+                line: command.to_owned(),
+                output: Vec::new(),
+            });
+            in_step = true;
+        } else if line.is_empty() || line.starts_with("## ") {
+            in_step = false;
+        } else if let (true, Some(step)) = (in_step, steps.last_mut()) {
+            step.output.push(line.to_owned());
+        } else {
+            let header = steps.is_empty() && line.starts_with("# ");
+            if !header && !line.starts_with("look inside: ") {
+                return Err(format!("the demo printed {line:?} outside any step").into());
+            }
+        }
+    }
+    Ok(steps)
+}
+
+/// A command line's words as a POSIX shell splits them, for the plain words, single quotes and
+/// backslashes the demo shows; a word starting with `#` starts a comment.
+fn shell_split(line: &str) -> TestResult<Vec<String>> {
+    let mut words = Vec::new();
+    let mut chars = line.chars();
+    let mut word: Option<String> = None;
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' => words.extend(word.take()),
+            '#' if word.is_none() => break,
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => w.push(c),
+                        None => return Err(format!("an unclosed quote in {line:?}").into()),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).extend(chars.next()),
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+/// `line` with each timestamp (`2026-11-30T12:00:00.000Z`) and each 64-digit hex digest (a
+/// row's hash, a preview token) masked, and the digests it held, in order: two runs of the same
+/// commands differ in these and nothing else.
+fn masked(line: &str) -> (String, Vec<&str>) {
+    const TIME: &[u8] = b"dddd-dd-ddTdd:dd:dd.dddZ";
+    let is_time = |b: &[u8]| {
+        b.len() >= TIME.len()
+            && TIME.iter().zip(b).all(|(&t, &c)| {
+                if t == b'd' {
+                    c.is_ascii_digit()
+                } else {
+                    t == c
+                }
+            })
+    };
+    let is_hex = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
+    let b = line.as_bytes();
+    let (mut text, mut digests) = (String::new(), Vec::new());
+    let (mut i, mut plain) = (0, 0);
+    while i < b.len() {
+        if is_time(&b[i..]) {
+            text.push_str(&line[plain..i]);
+            text.push_str("<time>");
+            i += TIME.len();
+            plain = i;
+            continue;
+        }
+        let run = b[i..].iter().take_while(|c| is_hex(c)).count();
+        if run == 64 {
+            text.push_str(&line[plain..i]);
+            text.push_str("<digest>");
+            digests.push(&line[i..i + 64]);
+            plain = i + 64;
+        }
+        i += run.max(1);
+    }
+    text.push_str(&line[plain..]);
+    (text, digests)
+}
+
+#[test]
+fn every_line_the_demo_prints_under_a_step_is_what_that_command_prints_after_the_steps_before_it(
+) -> TestResult {
+    let fx = Fixture::empty()?;
+    let path = fx.dir().join("demo.db");
+    let p = path.to_str().ok_or("non-UTF-8 temp path")?;
+    let out = ok(&fx.db, &["demo", "--path", p])?;
+    // The demo says how its steps run; the replay runs them so, on a ledger of its own.
+    let actor = ("SESSION_LEDGER_ACTOR", "operator");
+    let how = format!(
+        "# each step runs as: {}={} session-ledger --db {p} ...",
+        actor.0, actor.1
+    );
+    assert!(out.lines().any(|l| l == how), "no {how:?} in:\n{out}");
+    let steps = demo_steps(&out)?;
+    assert_eq!(
+        steps.first().map(|s| s.line.as_str()),
+        Some("init"),
+        "the demo does not start with its ledger's init:\n{out}"
+    );
+
+    let replay = Fixture::empty()?;
+    let replay_path = replay.db.to_str().ok_or("non-UTF-8 temp path")?;
+    // A digest the demo printed, and the one the replay printed in its place.
+    let mut digests: std::collections::HashMap<String, String> = Default::default();
+    for step in &steps {
+        let words: Vec<String> = shell_split(&step.line)?
+            .into_iter()
+            .map(|w| digests.get(&w).cloned().unwrap_or(w))
+            .collect();
+        let args: Vec<&str> = words.iter().map(String::as_str).collect();
+        let r = run_env(&replay.db, &[actor], &args);
+        let printed: Vec<&str> = r.stdout.lines().chain(r.stderr.lines()).collect();
+        let shown: Vec<String> = step
+            .output
+            .iter()
+            .map(|l| l.replace(p, replay_path))
+            .collect();
+        let what = format!("`session-ledger {}` ({})", step.line, r.status);
+        assert_eq!(
+            shown.len(),
+            printed.len(),
+            "{what}: the demo shows {shown:#?}\nthe command prints {printed:#?}"
+        );
+        for (shown, printed) in shown.iter().zip(&printed) {
+            let (shown_text, shown_digests) = masked(shown);
+            let (printed_text, printed_digests) = masked(printed);
+            assert_eq!(shown_text, printed_text, "{what}");
+            for (d, r) in shown_digests.into_iter().zip(printed_digests) {
+                digests.insert(d.to_owned(), r.to_owned());
+            }
+        }
+    }
+    // Every change writes an audit row, and the `audit` step's rows matched one by one: the
+    // demo changed nothing it did not show.
+    assert!(
+        steps.iter().any(|s| s.line == "audit"),
+        "the demo shows no audit trail:\n{out}"
+    );
+    // A refused step shows the one line the command prints on stderr.
+    let refusals = steps
+        .iter()
+        .filter(|s| {
+            s.output
+                .iter()
+                .any(|l| l.starts_with("session-ledger: error: "))
+        })
+        .count();
+    assert_eq!(refusals, 1, "the demo shows one refusal:\n{out}");
+    Ok(())
+}

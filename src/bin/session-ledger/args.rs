@@ -1,0 +1,325 @@
+//! The command line's grammar: every command, flag and help text, as clap reads them, and the
+//! one-line form of a message clap refuses arguments with. Nothing here opens a ledger.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// An embedded ledger of agent sessions: who created whom, and the labels that follow.
+#[derive(Debug, Parser)]
+#[command(name = "session-ledger", version, about, long_about = None)]
+pub struct Cli {
+    /// The ledger file.
+    #[arg(
+        long,
+        global = true,
+        env = "SESSION_LEDGER_DB",
+        default_value = "session-ledger.db"
+    )]
+    pub db: PathBuf,
+
+    /// Print JSON instead of text; an error is then one JSON object on stderr, {"kind", "message"}.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do: one of the commands on a ledger, or the demo, which runs some of them itself.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    // The commands on the ledger at `--db`; help lists them before `demo`.
+    #[command(flatten)]
+    Ledger(LedgerCommand),
+    /// Build an example ledger in a new file of its own and walk through it.
+    Demo {
+        /// Where to write the demo ledger (must not exist); default a new file in the temp dir.
+        #[arg(long, value_name = "PATH")]
+        path: Option<PathBuf>,
+    },
+}
+
+/// The commands on the ledger at `--db` (and `pattern test`, which needs none).
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Create the ledger file (or bring an existing one up to date).
+    Init,
+    /// Record a session: a root, or a child created by a live session.
+    Create {
+        /// The new session's id.
+        id: String,
+        /// The live session creating it; omit for a root.
+        #[arg(long, value_name = "CREATOR")]
+        by: Option<String>,
+        /// Who is doing this (default: $SESSION_LEDGER_ACTOR, else $USER, else "operator").
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Show a session's label, inheriting it on first read (recorded when the ledger can be
+    /// written; on a ledger this user may only read, answered without recording).
+    State {
+        /// The session's id.
+        id: String,
+    },
+    /// Raise a session's label. Labels never go down.
+    Raise {
+        /// The session's id.
+        id: String,
+        /// The class to raise to: public, private or secret.
+        #[arg(long, value_name = "CLASS")]
+        taint: Option<String>,
+        /// Mark the session as having read untrusted data.
+        #[arg(long)]
+        untrusted: bool,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// End a session. It stays in the ledger as a tombstone.
+    End {
+        /// The session's id.
+        id: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Draw the dispatch tree under a session, or every tree.
+    Tree {
+        /// The session at the top; all roots when omitted.
+        id: Option<String>,
+    },
+    /// List the audit trail, oldest first.
+    #[command(args_conflicts_with_subcommands = true)]
+    Audit {
+        /// `head`: print the chain's head (SEQ:HASH) to keep elsewhere.
+        #[command(subcommand)]
+        command: Option<AuditCommand>,
+        /// Only rows about this session.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Only rows about this session or any of its descendants.
+        #[arg(long, value_name = "ID")]
+        subtree: Option<String>,
+        /// Only rows of this kind.
+        #[arg(
+            long,
+            value_name = "KIND",
+            value_parser = clap::builder::PossibleValuesParser::new(
+                session_ledger::AuditKind::ALL.iter().map(|k| k.as_str())
+            )
+        )]
+        kind: Option<String>,
+        /// Only rows at or after this time (RFC 3339, like 2026-11-30T12:00:00Z).
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// Only rows before this time (RFC 3339).
+        #[arg(long, value_name = "TIME")]
+        until: Option<String>,
+        /// Only the most recent N rows. When older rows match too, the last line on stderr
+        /// says how to list the next page: `next page: --before SEQ`, or with --json
+        /// `{"next_before": SEQ}`.
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// Only rows whose sequence number is smaller than SEQ: the next page after one whose
+        /// oldest row is SEQ.
+        #[arg(long, value_name = "SEQ", value_parser = clap::value_parser!(i64).range(1..))]
+        before: Option<i64>,
+    },
+    /// Walk the audit hash chain; exit 0 only when every row verifies.
+    Verify {
+        /// A head saved earlier (SEQ:HASH from `audit head`): also detect rows removed since.
+        #[arg(long, value_name = "SEQ:HASH", allow_hyphen_values = true)]
+        head: Option<String>,
+        /// A head saved earlier (SEQ:HASH from `audit head`): check that its row is unchanged
+        /// and walk only the rows after it, not the whole trail.
+        #[arg(
+            long,
+            value_name = "SEQ:HASH",
+            allow_hyphen_values = true,
+            conflicts_with = "head"
+        )]
+        from: Option<String>,
+    },
+    /// Explain why a session holds what it holds: label, posture chain, grants, audit rows.
+    Explain {
+        /// The session's id.
+        id: String,
+    },
+    /// Check the whole file: SQLite's integrity check and that every reference resolves;
+    /// exit 0 only when both pass. Reads every page, so it takes as long as the file is large.
+    Check,
+    /// Grant a posture on a session: full trust, or trust for read-only commands.
+    #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]
+    Trust {
+        /// The session's id.
+        id: String,
+        /// Full trust: every tool call is approved.
+        #[arg(long)]
+        full: bool,
+        /// Read-only trust: commands classified read-only are approved.
+        #[arg(long)]
+        reads: bool,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Revoke postures from a session: say how far (there is no default).
+    #[command(group(clap::ArgGroup::new("propagation").required(true).args(["cascade", "local", "preview"])))]
+    Revoke {
+        /// The session's id.
+        id: String,
+        /// This session and every descendant, created or spawned, in one statement.
+        #[arg(long)]
+        cascade: bool,
+        /// This session only; lists the descendants still holding a posture through it.
+        #[arg(long)]
+        local: bool,
+        /// Change nothing: list who a cascade would change, with a token.
+        #[arg(long)]
+        preview: bool,
+        /// Apply the cascade only if nothing changed since the preview that printed this token.
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Clear every session's posture.
+    RevokeAll {
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Command patterns: grants for one session, never inherited.
+    #[command(subcommand)]
+    Pattern(PatternCommand),
+    /// Override scopes: named grants with an expiry, never inherited.
+    #[command(subcommand)]
+    Scope(ScopeCommand),
+    /// Decide whether a session may run a command now; exits 0 for approve and ask alike.
+    Decide {
+        /// The session's id.
+        id: String,
+        /// The caller classified the command as read-only.
+        #[arg(long)]
+        read_only: bool,
+        /// The command line, after `--`.
+        #[arg(required = true, last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Posture epochs: the lifetime of one run of the dashboard.
+    #[command(subcommand)]
+    Epoch(EpochCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Print the head of the audit chain, SEQ:HASH, to keep somewhere else.
+    Head,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PatternCommand {
+    /// Allow a command pattern for a session: one simple command of plain words, where * matches
+    /// any run of characters within a word and a last word * any further words (see
+    /// docs/patterns.md). Each part of a command line must be admitted on its own.
+    Add {
+        /// The session's id.
+        id: String,
+        /// The pattern.
+        pattern: String,
+        /// A command line the pattern must admit; refused, writing nothing, if it does not.
+        #[arg(long = "match", value_name = "EXAMPLE")]
+        must_match: Vec<String>,
+        /// A command line the pattern must not admit; refused, writing nothing, if it does.
+        #[arg(long = "not-match", value_name = "EXAMPLE")]
+        must_not_match: Vec<String>,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Show what a pattern would admit of a command line, part by part; writes nothing and
+    /// needs no ledger.
+    Test {
+        /// The pattern.
+        pattern: String,
+        /// The command line, after `--`.
+        #[arg(required = true, last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove a command pattern from a session.
+    Remove {
+        /// The session's id.
+        id: String,
+        /// The pattern.
+        pattern: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// List a session's command patterns.
+    List {
+        /// The session's id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScopeCommand {
+    /// Grant an override scope for a time: --ttl 30s, 15m, 2h, 1d.
+    Grant {
+        /// The session's id.
+        id: String,
+        /// The scope's name.
+        name: String,
+        /// How long it lasts.
+        #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+        ttl: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Revoke a live override scope before it expires.
+    Revoke {
+        /// The session's id.
+        id: String,
+        /// The scope's name.
+        name: String,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// List a session's override scopes.
+    List {
+        /// The session's id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EpochCommand {
+    /// Start a new epoch: postures of the previous one stop counting, unless --durable.
+    Start {
+        /// Carry the previous epoch's postures into the new one.
+        #[arg(long)]
+        durable: bool,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// Show the current epoch.
+    Show,
+}
+
+/// clap's message on one line: its lines joined, without the usage and help hints.
+pub fn one_line(rendered: &str) -> String {
+    let text: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = text.join(" ");
+    joined.strip_prefix("error: ").unwrap_or(&joined).to_owned()
+}

@@ -1,0 +1,57 @@
+//! The command line's errors: the ledger's own, and those of the command line itself, each with
+//! the `kind` `--json` names it by and the exit status it ends the program with.
+
+use std::io;
+
+use session_ledger::{Error, InputError, StorageError};
+
+/// Errors of the command line itself, beside the ledger's.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{}", with_advice(.0))]
+    Ledger(#[from] Error),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot write output: {0}")]
+    Io(#[from] io::Error),
+    #[error("cannot encode JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the audit chain does not verify")]
+    Unverified,
+    #[error("the ledger check found problems")]
+    CheckFailed,
+}
+
+/// The ledger's message, with what to run about it where this program has a command for that.
+fn with_advice(e: &Error) -> String {
+    let advice = match e {
+        Error::Storage(StorageError::NoLedger(_)) => " (create one with `session-ledger init`)",
+        Error::Input(InputError::InvalidHead(_)) => ", as `session-ledger audit head` prints it",
+        _ => "",
+    };
+    format!("{e}{advice}")
+}
+
+impl CliError {
+    /// The stable snake_case name `--json` prints as the error's `kind`: the ledger's own
+    /// ([`Error::kind`]), or one of the command line's, named so as not to clash with those.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CliError::Ledger(e) => e.kind(),
+            CliError::Usage(_) => "usage",
+            CliError::Io(_) => "io",
+            CliError::Json(_) => "json_encoding",
+            CliError::Unverified => "unverified_chain",
+            CliError::CheckFailed => "check_failed",
+        }
+    }
+
+    /// The exit status. A combination of arguments the CLI refuses is a bad argument, 2, like
+    /// the ones the parser refuses; everything else, values the ledger checks included, is 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+}

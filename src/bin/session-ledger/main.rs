@@ -1,0 +1,76 @@
+//! `session-ledger`: the operator's command line for a session ledger. This file owns the
+//! process: it reads the arguments, runs the command (or the demo), and turns the outcome into
+//! an exit status and, for an error, one line on stderr.
+
+mod args;
+mod commands;
+mod demo;
+mod error;
+mod render;
+
+use std::io;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::commands::Context;
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            // The parser refused the arguments, so there is no `cli.json` to read: look for the
+            // flag among them, before a `--` (the words after it are a command line).
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            let message = format!("{} (see --help)", args::one_line(&e.to_string()));
+            return fail(json, "usage", &message, 2);
+        }
+    };
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`session-ledger audit | head -1`). Rust starts a
+        // program with SIGPIPE ignored, so the write failed with EPIPE instead of ending the
+        // process. End it quietly with 141 (128 + SIGPIPE), the status a shell gives a writer
+        // killed by SIGPIPE, as `cat` would be: nobody is reading, and scripts that check the
+        // status see the usual one. Mapping the error rather than restoring SIGPIPE's default
+        // at startup keeps the binary free of `unsafe` and of a libc binding.
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(141),
+        Err(e) => fail(cli.json, e.kind(), &e.to_string(), e.exit_code()),
+    }
+}
+
+/// Reports an error as its one line on stderr and returns the exit status `code`.
+fn fail(json: bool, kind: &str, message: &str, code: u8) -> ExitCode {
+    eprintln!("{}", render::error_line(json, kind, message));
+    ExitCode::from(code)
+}
+
+/// Runs the command `cli` names, with its output on stdout and any note on stderr.
+fn run(cli: &Cli) -> Result<(), CliError> {
+    let out = &mut io::stdout().lock();
+    match &cli.command {
+        Command::Ledger(command) => {
+            let ctx = Context {
+                db: &cli.db,
+                default_actor: None,
+            };
+            commands::run(&ctx, cli.json, command, out, &mut io::stderr())?;
+        }
+        Command::Demo { path } => demo::run(out, path.as_deref())?,
+    }
+    Ok(())
+}

@@ -1,0 +1,253 @@
+//! Every line the command line prints: what a command produced ([`Report`]) as text or as JSON,
+//! the note beside it on stderr, and an error. The text of sessions and labels, of authority
+//! (postures, decisions, revocations, patterns) and of the audit trail lives in the submodules.
+
+mod audit;
+mod authority;
+mod sessions;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde_json::json;
+use session_ledger::{
+    AuditEntry, AuditHead, CheckReport, CommandPattern, Created, Decision, EpochStart, Explanation,
+    PatternTest, Posture, RaiseOutcome, Revocation, Scope, Session, SessionState, TreeNode,
+    Verification,
+};
+
+use crate::error::CliError;
+
+use sessions::{describe_state, label_words};
+
+/// What a command produced, for [`report`] to print: the library's answer, and the arguments
+/// the text repeats.
+#[derive(Debug)]
+pub enum Report {
+    /// `init`: the file, and the schema it is at.
+    Ready { path: PathBuf, schema_version: i64 },
+    /// `create`.
+    Created(Created),
+    /// `state`.
+    State(SessionState),
+    /// `raise`.
+    Raised { id: String, outcome: RaiseOutcome },
+    /// `end`.
+    Ended(Session),
+    /// `tree`.
+    Tree(Vec<TreeNode>),
+    /// `audit head`.
+    Head(AuditHead),
+    /// `audit`: one page of rows, and the `--before` of the next page when there is one.
+    Audit {
+        rows: Vec<AuditEntry>,
+        next_before: Option<i64>,
+    },
+    /// `verify`, from the saved head's row `from` when given.
+    Verified {
+        verification: Verification,
+        from: Option<i64>,
+    },
+    /// `explain`.
+    Explained(Box<Explanation>),
+    /// `check`.
+    Checked(CheckReport),
+    /// `trust`.
+    Granted { id: String, posture: Posture },
+    /// `revoke` and `revoke-all`.
+    Revoked(Revocation),
+    /// `pattern test`.
+    PatternTested(PatternTest),
+    /// `pattern add`: `added` is false when the session already had the pattern.
+    PatternAdded {
+        id: String,
+        pattern: String,
+        added: bool,
+    },
+    /// `pattern remove`.
+    PatternRemoved { id: String, pattern: String },
+    /// `pattern list`.
+    Patterns(Vec<CommandPattern>),
+    /// `scope grant`.
+    ScopeGranted {
+        id: String,
+        name: String,
+        scope: Scope,
+    },
+    /// `scope revoke`.
+    ScopeRevoked { id: String, name: String },
+    /// `scope list`.
+    Scopes(Vec<Scope>),
+    /// `decide`.
+    Decided(Decision),
+    /// `epoch start`.
+    EpochStarted(EpochStart),
+    /// `epoch show`: the current epoch.
+    Epoch(i64),
+}
+
+/// Prints `report` on `out`: as JSON with `json` (one value, or one per line for a list), else
+/// as text.
+///
+/// # Errors
+///
+/// A failed write, or a value that does not encode as JSON.
+pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), CliError> {
+    match report {
+        Report::Ready {
+            path,
+            schema_version,
+        } => emit(
+            out,
+            json,
+            &json!({ "path": path, "schema_version": schema_version }),
+            || {
+                format!(
+                    "ledger ready at {} (schema version {schema_version})",
+                    path.display()
+                )
+            },
+        ),
+        Report::Created(created) => sessions::print_created(out, json, created),
+        Report::State(state) => emit(out, json, state, || describe_state(state)),
+        Report::Raised { id, outcome } => emit(out, json, outcome, || {
+            if outcome.changed {
+                format!(
+                    "{id}: {} -> {}",
+                    label_words(outcome.before),
+                    label_words(outcome.after)
+                )
+            } else {
+                format!(
+                    "{id}: already {}; nothing changed",
+                    label_words(outcome.after)
+                )
+            }
+        }),
+        Report::Ended(session) => sessions::print_session(out, json, session, "ended", ""),
+        Report::Tree(nodes) => sessions::print_tree(out, json, nodes),
+        Report::Head(head) => emit(out, json, head, || head.to_string()),
+        Report::Audit { rows, .. } => audit::print_audit(out, json, rows),
+        Report::Verified { verification, from } => emit(out, json, verification, || {
+            audit::describe_verification(verification, *from)
+        }),
+        Report::Explained(e) if json => json_line(out, e),
+        Report::Explained(e) => audit::print_explanation(out, e),
+        Report::Checked(check) => emit(out, json, check, || audit::describe_check(check)),
+        Report::Granted { id, posture } => emit(out, json, posture, || {
+            format!(
+                "{id}: {} granted by {} (epoch {})",
+                posture.level, posture.granted_by, posture.epoch
+            )
+        }),
+        Report::Revoked(r) => authority::print_revocation(out, json, r),
+        Report::PatternTested(test) => emit(out, json, test, || authority::describe_test(test)),
+        Report::PatternAdded { id, pattern, added } => emit(
+            out,
+            json,
+            &json!({ "session": id, "pattern": pattern, "added": added }),
+            || {
+                if *added {
+                    format!("{id}: pattern {pattern:?} added")
+                } else {
+                    format!("{id}: already had pattern {pattern:?}; nothing changed")
+                }
+            },
+        ),
+        Report::PatternRemoved { id, pattern } => emit(
+            out,
+            json,
+            &json!({ "session": id, "pattern": pattern, "removed": true }),
+            || format!("{id}: pattern {pattern:?} removed"),
+        ),
+        Report::Patterns(patterns) => patterns
+            .iter()
+            .try_for_each(|p| emit(out, json, p, || authority::describe_pattern(p))),
+        Report::ScopeGranted { id, name, scope } => emit(out, json, scope, || {
+            format!(
+                "{id}: scope {name} granted until {}",
+                session_ledger::format_ts(scope.expires_at)
+            )
+        }),
+        Report::ScopeRevoked { id, name } => emit(
+            out,
+            json,
+            &json!({ "session": id, "scope": name, "revoked": true }),
+            || format!("{id}: scope {name} revoked"),
+        ),
+        Report::Scopes(scopes) => scopes
+            .iter()
+            .try_for_each(|s| emit(out, json, s, || authority::describe_scope(s))),
+        Report::Decided(decision) => emit(
+            out,
+            json,
+            &json!({ "verdict": decision.verdict, "reason": decision.reason }),
+            || authority::describe_decision(decision),
+        ),
+        Report::EpochStarted(start) => emit(out, json, start, || {
+            format!(
+                "epoch {} started: {} postures lapsed, {} carried over",
+                start.epoch, start.lapsed, start.carried
+            )
+        }),
+        Report::Epoch(epoch) => emit(out, json, &json!({ "epoch": epoch }), || {
+            format!("current epoch: {epoch}")
+        }),
+    }
+}
+
+/// The line for stderr beside `report`, if it has one: where the next page of a limited
+/// `audit` starts, as `next page: --before SEQ` or, with `json`, `{"next_before": SEQ}`.
+pub fn note(json: bool, report: &Report) -> Option<String> {
+    match report {
+        Report::Audit {
+            next_before: Some(seq),
+            ..
+        } => Some(if json {
+            json!({ "next_before": seq }).to_string()
+        } else {
+            format!("next page: --before {seq}")
+        }),
+        _ => None,
+    }
+}
+
+/// An error as its one line on stderr: a JSON object `{"kind", "message"}` with `json`, else
+/// `session-ledger: error: MESSAGE`.
+pub fn error_line(json: bool, kind: &str, message: &str) -> String {
+    if json {
+        json!({ "kind": kind, "message": message }).to_string()
+    } else {
+        format!("session-ledger: error: {message}")
+    }
+}
+
+/// Prints `value` as one line of JSON with `json`, else the text `text` makes.
+fn emit(
+    out: &mut dyn Write,
+    json: bool,
+    value: &impl serde::Serialize,
+    text: impl FnOnce() -> String,
+) -> Result<(), CliError> {
+    if json {
+        json_line(out, value)
+    } else {
+        writeln!(out, "{}", text())?;
+        Ok(())
+    }
+}
+
+/// Prints `value` as one line of JSON.
+fn json_line<T: serde::Serialize + ?Sized>(out: &mut dyn Write, value: &T) -> Result<(), CliError> {
+    writeln!(out, "{}", serde_json::to_string(value)?)?;
+    Ok(())
+}
+
+/// "1 session", "2 sessions".
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}

@@ -1,0 +1,169 @@
+//! The text of the audit trail: its rows, a verification of its chain, a check of the file, and
+//! an explanation of why a session holds what it holds, which ends with the session's rows.
+
+use std::io::Write;
+
+use session_ledger::{AuditEntry, CheckReport, Explanation, Materialized, Verification};
+
+use super::authority::posture_words;
+use super::sessions::label_words;
+use super::{count, json_line};
+use crate::error::CliError;
+
+/// `audit`'s output: one aligned line per row, or one JSON object per line.
+pub fn print_audit(out: &mut dyn Write, json: bool, rows: &[AuditEntry]) -> Result<(), CliError> {
+    for r in rows {
+        if json {
+            json_line(out, r)?;
+        } else {
+            writeln!(
+                out,
+                "{:>5}  {}  {:<10}  {:<22}  {:<16}  {}",
+                r.seq,
+                session_ledger::format_ts(r.at),
+                r.actor,
+                r.kind,
+                r.session.as_deref().unwrap_or("-"),
+                r.detail
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `verify`'s text: how many rows verify and the head, or the first row that does not and why.
+/// `from` is the saved head's row `verify --from` started after.
+pub fn describe_verification(v: &Verification, from: Option<i64>) -> String {
+    if v.ok {
+        return match from {
+            Some(from) => format!(
+                "OK: {} rows verify from row {from}; head {}",
+                v.rows, v.head
+            ),
+            None => format!("OK: {} rows verify; head {}", v.rows, v.head),
+        };
+    }
+    let seq = v.first_bad_seq.unwrap_or(0);
+    let why = v
+        .problem
+        .as_ref()
+        .map_or("unknown".to_owned(), ToString::to_string);
+    format!(
+        "FAILED at row {seq}: {why} ({} rows read; head {})",
+        v.rows, v.head
+    )
+}
+
+/// `check`'s text: one line when all is well, else one line per problem and a count.
+pub fn describe_check(report: &CheckReport) -> String {
+    if report.ok {
+        return "OK: integrity ok; every reference resolves".to_owned();
+    }
+    let mut lines = Vec::new();
+    let mut problems = 0;
+    for line in report.integrity.iter().filter(|l| *l != "ok") {
+        lines.push(format!("integrity: {line}"));
+        problems += 1;
+    }
+    for b in &report.broken_references {
+        let missing: Vec<String> = b.missing.iter().map(|m| format!("{m:?}")).collect();
+        let values = if missing.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", missing.join(", "))
+        };
+        lines.push(format!(
+            "broken reference: {} of {} {} a {} that no {} row holds{values}",
+            count(usize::try_from(b.rows).unwrap_or(usize::MAX), "row", "rows"),
+            b.table,
+            if b.rows == 1 { "has" } else { "have" },
+            b.columns,
+            b.references,
+        ));
+        problems += 1;
+    }
+    lines.push(format!(
+        "FAILED: {}",
+        count(problems, "problem", "problems")
+    ));
+    lines.join("\n")
+}
+
+/// `explain`'s text: the session, its label's provenance, its posture and the grant it came
+/// from, its patterns and live scopes, and its audit rows.
+pub fn print_explanation(out: &mut dyn Write, e: &Explanation) -> Result<(), CliError> {
+    let s = &e.session;
+    let origin = match &s.created_by {
+        Some(by) => format!("{} by {by}, depth {}", s.origin.as_str(), s.depth),
+        None => "root".to_owned(),
+    };
+    let ended = s.ended_at.map_or(String::new(), |t| {
+        format!(", ended {}", session_ledger::format_ts(t))
+    });
+    writeln!(
+        out,
+        "{} ({origin}; recorded {}{ended})",
+        s.id,
+        session_ledger::format_ts(s.created_at)
+    )?;
+    let label = match &e.state.materialized {
+        Some(Materialized::Born) => {
+            format!("{} (born with the default)", label_words(e.state.label()))
+        }
+        Some(Materialized::Inherited { from }) => {
+            format!("{} (inherited from {from})", label_words(e.state.label()))
+        }
+        Some(Materialized::Unrecorded { from }) => format!(
+            "{} (inherited from {from}; not recorded: the ledger is open read-only)",
+            label_words(e.state.label())
+        ),
+        None => "not materialized yet: its first read inherits its nearest materialized ancestor's"
+            .to_owned(),
+    };
+    let raised = e.state.raised_at.map_or(String::new(), |t| {
+        format!(", last raised {}", session_ledger::format_ts(t))
+    });
+    writeln!(out, "  label:    {label}{raised}")?;
+    match &e.state.posture {
+        Some(p) => {
+            let counts = if e.state.trust || e.state.trust_reads {
+                "counts now"
+            } else {
+                "does not count now"
+            };
+            writeln!(out, "  posture:  {} ({counts})", posture_words(p))?;
+            if let Some(g) = &e.grant {
+                writeln!(
+                    out,
+                    "  granted:  audit row {} at {} by {}",
+                    g.seq,
+                    session_ledger::format_ts(g.at),
+                    g.actor
+                )?;
+            }
+        }
+        None => writeln!(out, "  posture:  none")?,
+    }
+    for p in &e.patterns {
+        let refused = p.refused.as_ref().map_or(String::new(), |why| {
+            format!("; REFUSED by this version, admits nothing: {why}")
+        });
+        writeln!(
+            out,
+            "  pattern:  {:?} (added by {}){refused}",
+            p.pattern, p.added_by
+        )?;
+    }
+    for sc in &e.live_scopes {
+        writeln!(
+            out,
+            "  scope:    {} (granted by {}, until {})",
+            sc.name,
+            sc.granted_by,
+            session_ledger::format_ts(sc.expires_at)
+        )?;
+    }
+    writeln!(out, "  audit rows:")?;
+    print_audit(out, false, &e.audit)?;
+    Ok(())
+}

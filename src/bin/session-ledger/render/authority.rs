@@ -1,0 +1,209 @@
+//! The text of authority: postures, decisions, revocations, command patterns and override
+//! scopes.
+
+use std::io::Write;
+
+use session_ledger::{
+    Affected, CommandPattern, Decision, PatternTest, Posture, PostureSource, Reason, Revocation,
+    RevocationKind, Scope, Verdict,
+};
+
+use super::{count, json_line};
+use crate::error::CliError;
+
+/// `trust granted by alice`, or an inherited posture with the chain back to its grant.
+pub fn posture_words(p: &Posture) -> String {
+    let lapsed = if p.current {
+        String::new()
+    } else {
+        format!(", lapsed with epoch {}", p.epoch)
+    };
+    match p.source {
+        PostureSource::Granted => format!("{} granted by {}{lapsed}", p.level, p.granted_by),
+        PostureSource::Inherited => format!(
+            "{} inherited via {} from {}'s grant on {}{lapsed}",
+            p.level,
+            p.chain.join(" > "),
+            p.granted_by,
+            p.granted_on
+        ),
+    }
+}
+
+/// `decide`'s text: the verdict, and which posture, pattern or scope admitted the command or
+/// why none did.
+pub fn describe_decision(d: &Decision) -> String {
+    let why = match &d.reason {
+        Reason::Trust { posture } | Reason::TrustReads { posture } => posture_words(posture),
+        Reason::Pattern {
+            pattern,
+            added_by,
+            parts,
+        } if parts.len() <= 1 => format!("pattern {pattern:?} added by {added_by}"),
+        Reason::Pattern { parts, .. } => {
+            let each: Vec<String> = parts
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{:?} by pattern {:?} (added by {})",
+                        p.part.text, p.pattern, p.added_by
+                    )
+                })
+                .collect();
+            format!("every part admitted: {}", each.join("; "))
+        }
+        Reason::Scope {
+            scope,
+            granted_by,
+            expires_at,
+        } => format!(
+            "scope {scope} granted by {granted_by}, until {}",
+            session_ledger::format_ts(*expires_at)
+        ),
+        Reason::UnknownSession => "the ledger does not know this session".to_owned(),
+        Reason::SessionEnded => "the session has ended".to_owned(),
+        Reason::Nothing {
+            reads_only,
+            lapsed_epoch,
+            unadmitted,
+            refused,
+        } => {
+            let base = match (reads_only, lapsed_epoch) {
+                (true, _) => "trust_reads covers read-only commands only".to_owned(),
+                (_, Some(epoch)) => format!("its posture lapsed with epoch {epoch}"),
+                _ => "no posture, pattern or scope admits it".to_owned(),
+            };
+            match (refused, unadmitted) {
+                (Some(r), _) => format!("{base}; no pattern ever admits {r}"),
+                (_, Some(p)) => format!(
+                    "{base}; no pattern admits the part {:?} at bytes {}..{}",
+                    p.text, p.range.start, p.range.end
+                ),
+                _ => base,
+            }
+        }
+        _ => "see --json".to_owned(),
+    };
+    let verdict = match d.verdict {
+        Verdict::Approve => "approve",
+        Verdict::Ask => "ask",
+    };
+    format!("{verdict}: {why}")
+}
+
+/// One session a revocation changed (or would change, or left holding a posture).
+fn affected_line(a: &Affected) -> String {
+    let how = if a.granted_directly {
+        "granted"
+    } else {
+        "inherited"
+    };
+    let lapsed = if a.current { "" } else { ", lapsed" };
+    format!("{}  depth {}  {} ({how}{lapsed})", a.id, a.depth, a.posture)
+}
+
+/// `revoke`'s output: what changed (or would, for a preview, with its token), and who still
+/// holds a posture after a local revoke; or the revocation as JSON.
+pub fn print_revocation(out: &mut dyn Write, json: bool, r: &Revocation) -> Result<(), CliError> {
+    if json {
+        return json_line(out, r);
+    }
+    let root = r.root.as_deref().unwrap_or("every session");
+    match r.propagation {
+        RevocationKind::Preview => writeln!(
+            out,
+            "a cascade from {root} would change {}:",
+            count(r.count, "session", "sessions")
+        )?,
+        RevocationKind::Global => writeln!(
+            out,
+            "revoked {} (global)",
+            count(r.count, "posture", "postures")
+        )?,
+        how => writeln!(
+            out,
+            "revoked {} ({how} from {root})",
+            count(r.count, "posture", "postures")
+        )?,
+    }
+    for a in &r.sessions {
+        writeln!(out, "  {}", affected_line(a))?;
+    }
+    if let Some(holding) = &r.still_holding {
+        let (n, verb) = match holding.len() {
+            1 => ("1 descendant".to_owned(), "holds"),
+            n => (format!("{n} descendants"), "hold"),
+        };
+        let colon = if holding.is_empty() { "" } else { ":" };
+        writeln!(
+            out,
+            "{n} still {verb} a posture inherited through {root}{colon}"
+        )?;
+        for a in holding {
+            writeln!(out, "  {}", affected_line(a))?;
+        }
+    }
+    if let Some(token) = &r.token {
+        writeln!(out, "token: {token}")?;
+        writeln!(
+            out,
+            "apply: session-ledger revoke {root} --cascade --token {token}"
+        )?;
+    }
+    Ok(())
+}
+
+/// `pattern test`'s text: the verdict, then each part of the command line and whether the
+/// pattern admits it.
+pub fn describe_test(test: &PatternTest) -> String {
+    let verdict = if test.admitted {
+        "admits"
+    } else {
+        "does not admit"
+    };
+    let mut lines = vec![format!(
+        "pattern {:?} {verdict} {:?}",
+        test.pattern, test.command
+    )];
+    if let Some(r) = &test.refused {
+        lines.push(format!("  never admitted by any pattern: {r}"));
+    }
+    for (n, part) in test.parts.iter().enumerate() {
+        let yes = if part.admitted {
+            "admitted"
+        } else {
+            "NOT admitted"
+        };
+        lines.push(format!(
+            "  part {}: {:?} (bytes {}..{}, words {:?}): {yes}",
+            n + 1,
+            part.text,
+            part.range.start,
+            part.range.end,
+            part.words
+        ));
+    }
+    lines.join("\n")
+}
+
+/// One line of `pattern list`.
+pub fn describe_pattern(p: &CommandPattern) -> String {
+    let refused = p.refused.as_ref().map_or(String::new(), |why| {
+        format!("  REFUSED by this version, admits nothing: {why}")
+    });
+    format!(
+        "{:?}  (added by {} at {}){refused}",
+        p.pattern,
+        p.added_by,
+        session_ledger::format_ts(p.added_at)
+    )
+}
+
+/// One line of `scope list`.
+pub fn describe_scope(s: &Scope) -> String {
+    let state = match s.revoked_at {
+        Some(at) => format!("revoked at {}", session_ledger::format_ts(at)),
+        None => format!("expires {}", session_ledger::format_ts(s.expires_at)),
+    };
+    format!("{}  granted by {}, {state}", s.name, s.granted_by)
+}
