@@ -433,7 +433,7 @@ fn an_older_ledger_with_a_broken_reference_is_refused_before_it_is_upgraded() ->
 }
 
 #[test]
-fn the_schema_is_built_by_the_eight_migrations_in_order() -> TestResult {
+fn the_schema_is_built_by_the_nine_migrations_in_order() -> TestResult {
     let f = Fixture::new();
     let conn = f.sql();
     let mut stmt =
@@ -450,12 +450,13 @@ fn the_schema_is_built_by_the_eight_migrations_in_order() -> TestResult {
         "audit_without_kind_index",
         "labels_guarded_without_check_constraints",
         "revocation_events",
+        "contract_items",
     ];
     let expected: Vec<(i64, String)> = (1..)
         .zip(expected.iter().map(|n| (*n).to_owned()))
         .collect();
     assert_eq!(history, expected);
-    assert_eq!(session_ledger::schema_version(), 8);
+    assert_eq!(session_ledger::schema_version(), 9);
     Ok(())
 }
 

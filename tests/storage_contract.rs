@@ -1,0 +1,1564 @@
+//! The storage contract (docs/storage-contract.md) against the SQLite engine.
+//!
+//! Two kinds of test live here:
+//!
+//! - The items of the contract that no other suite proves: each runs raw SQL through a plain
+//!   connection, as someone in the `sqlite3` shell would, and checks that the database refuses
+//!   it and that nothing changed (and, where it helps, that the same statement with a good value
+//!   is accepted, so the refusal is the one the item names).
+//! - The doc and the schema held together: every trigger of a fresh ledger names, in a comment
+//!   line of its body, a contract item that lists it; every trigger, constraint and code
+//!   fragment the doc cites exists; every test it cites exists; and the triggers are defined as
+//!   version 8 defined them, apart from that comment line (version 9 added it).
+//!
+//! Each failure of the second kind names the doc's line.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{raw, Fixture, TestResult};
+use rusqlite::Connection;
+use session_ledger::{Config, Ledger, ManualClock, PostureLevel};
+
+const DOC: &str = "docs/storage-contract.md";
+/// A time of the stored form, before anything the tests' ledgers write.
+const T: &str = "2026-01-01T00:00:00.000Z";
+/// A time of the stored form, after anything the tests' ledgers write.
+const LATER: &str = "2999-01-01T00:00:00.000Z";
+
+mod embedded {
+    refinery::embed_migrations!("migrations/sqlite");
+}
+
+fn package_file(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+// ------------------------------------------------------------------------------------------------
+// Raw edits, as in the shell
+// ------------------------------------------------------------------------------------------------
+
+/// Runs `sql` (one or more statements) in a transaction, as a shell user would, expects it to
+/// be refused with a message that contains one of `expected`, and rolls back what is left.
+fn refused(conn: &Connection, sql: &str, expected: &[&str]) {
+    let outcome = conn.execute_batch(&format!("BEGIN; {sql}; COMMIT;"));
+    conn.execute_batch("ROLLBACK").ok();
+    let err = match outcome {
+        Ok(()) => panic!("accepted, but the contract refuses it:\n    {sql}"),
+        Err(err) => err.to_string(),
+    };
+    assert!(
+        expected.iter().any(|e| err.contains(e)),
+        "refused with `{err}`, not with one of {expected:?}:\n    {sql}"
+    );
+}
+
+/// Runs `sql` in a transaction that is then rolled back, and expects it to be accepted: the
+/// control that shows a refusal is due to the one value changed.
+fn accepted(conn: &Connection, sql: &str) {
+    let outcome = conn.execute_batch(&format!("BEGIN; {sql};"));
+    conn.execute_batch("ROLLBACK").ok();
+    if let Err(err) = outcome {
+        panic!("refused with `{err}`, but it is well formed:\n    {sql}");
+    }
+}
+
+/// `template` with each `{}` replaced by a good value is accepted, and by each bad value is
+/// refused with a message containing one of `expected`.
+fn only_good_values(
+    conn: &Connection,
+    template: &str,
+    good: &[&str],
+    bad: &[&str],
+    expected: &[&str],
+) {
+    for value in good {
+        accepted(conn, &template.replace("{}", value));
+    }
+    for value in bad {
+        refused(conn, &template.replace("{}", value), expected);
+    }
+}
+
+const CHECK: &str = "CHECK constraint failed";
+const TRIGGER: &str = "session-ledger:";
+
+#[test]
+fn a_session_is_a_root_exactly_when_it_has_no_creator_and_sits_at_depth_zero() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let conn = f.sql();
+    only_good_values(
+        &conn,
+        "INSERT INTO sessions (id, created_by, depth, origin, created_at) VALUES ('x', {})",
+        &[
+            &format!("'root', 1, 'created', '{T}'"),
+            &format!("NULL, 0, 'root', '{T}'"),
+        ],
+        &[
+            &format!("'root', 1, 'root', '{T}'"),  // a root with a creator
+            &format!("NULL, 0, 'created', '{T}'"), // a created session without one
+            &format!("NULL, 1, 'root', '{T}'"),    // a root not at depth 0
+            &format!("NULL, -1, 'root', '{T}'"),   // no depth is negative
+        ],
+        &[CHECK],
+    );
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn no_column_of_a_sessions_lineage_can_be_changed_by_hand() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a b");
+    let before = f.snapshot();
+    let conn = f.sql();
+    for set in [
+        "seq = 99".to_owned(),
+        "id = 'z'".to_owned(),
+        "created_by = 'b'".to_owned(),
+        "depth = 2".to_owned(),
+        "origin = 'spawned'".to_owned(),
+        format!("created_at = '{LATER}'"),
+        "created_by = NULL, depth = 0, origin = 'root'".to_owned(),
+    ] {
+        refused(
+            &conn,
+            &format!("UPDATE sessions SET {set} WHERE id = 'a'"),
+            &["lineage is immutable"],
+        );
+    }
+    // Ending a session is the one change a session row takes.
+    accepted(
+        &conn,
+        &format!("UPDATE sessions SET ended_at = '{LATER}' WHERE id = 'a'"),
+    );
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn only_a_root_is_born_with_a_label_and_only_with_the_default() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > child");
+    let before = f.snapshot();
+    let conn = f.sql();
+    let template = format!(
+        "INSERT INTO sessions (id, depth, origin, created_at) VALUES ('r2', 0, 'root', '{T}');
+         INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how,
+                             inherited_from)
+         VALUES ({{}})"
+    );
+    only_good_values(
+        &conn,
+        &template,
+        &[&format!("'r2', 'private', 0, '{T}', 'born', NULL")],
+        &[
+            &format!("'r2', 'secret', 0, '{T}', 'born', NULL"), // above the default
+            &format!("'r2', 'public', 0, '{T}', 'born', NULL"), // below it
+            &format!("'r2', 'private', 1, '{T}', 'born', NULL"), // untrusted
+            &format!("'child', 'private', 0, '{T}', 'born', NULL"), // not a root
+            &format!("'r2', 'private', 0, '{T}', 'born', 'root'"), // born, yet from someone
+        ],
+        &["only a root is born", CHECK],
+    );
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn where_a_label_came_from_cannot_be_changed_by_hand() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > child other");
+    f.ledger.state("child")?;
+    let before = f.snapshot();
+    let conn = f.sql();
+    for set in [
+        "session_id = 'other'".to_owned(),
+        format!("materialized_at = '{LATER}'"),
+        "materialized_how = 'born', inherited_from = NULL".to_owned(),
+        "inherited_from = 'child'".to_owned(),
+    ] {
+        refused(
+            &conn,
+            &format!("UPDATE labels SET {set} WHERE session_id = 'child'"),
+            &["provenance is immutable"],
+        );
+    }
+    // A raise is the change a label takes.
+    accepted(
+        &conn,
+        &format!(
+            "UPDATE labels SET taint = 'secret', raised_at = '{LATER}' WHERE session_id = 'child'"
+        ),
+    );
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+/// A `postures` insert with the values in place of `{}`.
+const POSTURE_INSERT: &str =
+    "INSERT INTO postures (session_id, posture, source, granted_by, granted_at, granted_on,
+                           inherited_from, allocated_at, chain, epoch)
+     VALUES ({})";
+
+#[test]
+fn a_posture_row_says_consistently_whether_it_was_granted_or_inherited() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let conn = f.sql();
+    only_good_values(
+        &conn,
+        POSTURE_INSERT,
+        &[&format!(
+            "'a', 'trust', 'granted', 'op', '{T}', 'a', NULL, '{T}', '[\"a\"]', 0"
+        )],
+        &[
+            // Granted, yet inherited from someone.
+            &format!("'a', 'trust', 'granted', 'op', '{T}', 'a', 'root', '{T}', '[\"a\"]', 0"),
+            // Granted, but on another session.
+            &format!("'a', 'trust', 'granted', 'op', '{T}', 'root', NULL, '{T}', '[\"root\"]', 0"),
+            // A chain that is not a JSON array.
+            &format!("'a', 'trust', 'granted', 'op', '{T}', 'a', NULL, '{T}', '{{}}', 0"),
+            &format!("'a', 'trust', 'granted', 'op', '{T}', 'a', NULL, '{T}', 'a', 0"),
+        ],
+        &[CHECK],
+    );
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn epochs_cannot_be_changed_or_removed_by_hand() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    f.ledger.start_epoch("dashboard")?;
+    let before = f.snapshot();
+    let conn = f.sql();
+    for sql in [
+        "UPDATE epochs SET durable = 1 WHERE epoch = 1",
+        "UPDATE epochs SET started_by = 'someone' WHERE epoch = 0",
+        "UPDATE epochs SET epoch = 5 WHERE epoch = 1",
+        "DELETE FROM epochs WHERE epoch = 1",
+        "DELETE FROM epochs",
+    ] {
+        refused(&conn, sql, &["epochs are history"]);
+    }
+    only_good_values(
+        &conn,
+        &format!(
+            "INSERT INTO epochs (epoch, started_at, started_by, durable) VALUES ({{}}, '{LATER}', 'x', 0)"
+        ),
+        &["2"],
+        &["-1"],
+        &[CHECK],
+    );
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn grants_written_by_hand_keep_their_form() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let conn = f.sql();
+    only_good_values(
+        &conn,
+        &format!(
+            "INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
+             VALUES ('a', {{}}, 'op', '{T}')"
+        ),
+        &["'npm test'", "replace(hex(zeroblob(1024)), '00', 'x')"],
+        &[
+            "''",
+            "'ls' || char(0) || ' /'",
+            "replace(hex(zeroblob(1025)), '00', 'x')",
+        ],
+        &[CHECK],
+    );
+    let good_name = "n".repeat(64);
+    let long_name = "n".repeat(65);
+    only_good_values(
+        &conn,
+        "INSERT INTO override_scopes (session_id, name, granted_by, granted_at, expires_at,
+                                      revoked_at, revoked_by)
+         VALUES ('a', {})",
+        &[
+            &format!("'hotfix', 'op', '{T}', '{LATER}', NULL, NULL"),
+            &format!("'hotfix', 'op', '{T}', '{LATER}', '{T}', 'op'"),
+            &format!("'{good_name}', 'op', '{T}', '{LATER}', NULL, NULL"),
+        ],
+        &[
+            &format!("'has space', 'op', '{T}', '{LATER}', NULL, NULL"),
+            &format!("'-hotfix', 'op', '{T}', '{LATER}', NULL, NULL"),
+            &format!("'', 'op', '{T}', '{LATER}', NULL, NULL"),
+            &format!("'{long_name}', 'op', '{T}', '{LATER}', NULL, NULL"),
+            // Expires when it is granted.
+            &format!("'hotfix', 'op', '{T}', '{T}', NULL, NULL"),
+            // Revoked without a time, or without an actor.
+            &format!("'hotfix', 'op', '{T}', '{LATER}', NULL, 'op'"),
+            &format!("'hotfix', 'op', '{T}', '{LATER}', '{T}', NULL"),
+        ],
+        &[CHECK],
+    );
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn audit_kinds_cannot_be_changed_or_removed_by_hand() -> TestResult {
+    let f = Fixture::new();
+    let before = f.snapshot();
+    let conn = f.sql();
+    for sql in [
+        "UPDATE audit_kinds SET meaning = 'nothing to see' WHERE kind = 'posture.revoke'",
+        "UPDATE audit_kinds SET kind = 'session.rooted' WHERE kind = 'session.root'",
+        "DELETE FROM audit_kinds WHERE kind = 'label.raise'",
+        "DELETE FROM audit_kinds",
+    ] {
+        refused(&conn, sql, &["audit kinds are fixed"]);
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn the_audit_time_order_row_cannot_be_added_changed_or_removed_by_hand() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let conn = f.sql();
+    let rows: Vec<(i64, i64)> = conn
+        .prepare("SELECT id, ordered_from FROM audit_time_order")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    assert_eq!(rows, [(1, 1)], "a fresh ledger's one row");
+    for sql in [
+        "INSERT INTO audit_time_order (id, ordered_from) VALUES (2, 1)",
+        "INSERT OR REPLACE INTO audit_time_order (id, ordered_from) VALUES (1, 5)",
+        "UPDATE audit_time_order SET ordered_from = 9",
+        "DELETE FROM audit_time_order",
+    ] {
+        refused(&conn, sql, &["audit_time_order is fixed"]);
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn every_enum_column_refuses_a_word_outside_its_set() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let conn = f.sql();
+    let label = |values: &str| {
+        format!(
+            "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how,
+                                 inherited_from)
+             VALUES ('a', {values}, 'root')"
+        )
+    };
+    let cases: Vec<(String, &[&str], &[&str])> = vec![
+        (
+            format!(
+                "INSERT INTO sessions (id, depth, origin, created_at) VALUES ('r2', 0, {{}}, '{T}')"
+            ),
+            &["'root'"],
+            &["'Root'", "'sideways'", "''", "NULL"],
+        ),
+        (
+            label(&format!("{{}}, 0, '{T}', 'inherited'")),
+            &["'private'", "'secret'"],
+            &["'Private'", "'confidential'", "NULL"],
+        ),
+        (
+            label(&format!("'private', {{}}, '{T}', 'inherited'")),
+            &["0", "1"],
+            &["2", "-1", "'yes'"],
+        ),
+        (
+            label(&format!("'private', 0, '{T}', {{}}")),
+            &["'inherited'"],
+            &["'copied'", "'Inherited'"],
+        ),
+        (
+            POSTURE_INSERT.replace(
+                "{}",
+                &format!("'a', {{}}, 'granted', 'op', '{T}', 'a', NULL, '{T}', '[\"a\"]', 0"),
+            ),
+            &["'trust'", "'trust_reads'"],
+            &["'admin'", "'TRUST'", "'trust reads'"],
+        ),
+        (
+            POSTURE_INSERT.replace(
+                "{}",
+                &format!("'a', 'trust', {{}}, 'op', '{T}', 'a', NULL, '{T}', '[\"a\"]', 0"),
+            ),
+            &["'granted'"],
+            &["'stolen'", "'Granted'"],
+        ),
+        (
+            format!(
+                "INSERT INTO epochs (epoch, started_at, started_by, durable) VALUES (1, '{T}', 'x', {{}})"
+            ),
+            &["0", "1"],
+            &["2", "'false'"],
+        ),
+        // Columns keep their declared types (STRICT).
+        (
+            format!(
+                "INSERT INTO epochs (epoch, started_at, started_by, durable) VALUES ({{}}, '{T}', 'x', 0)"
+            ),
+            &["1", "'1'"],
+            &["'one'", "1.5", "x'01'"],
+        ),
+    ];
+    for (template, good, bad) in cases {
+        only_good_values(
+            &conn,
+            &template,
+            good,
+            bad,
+            &[
+                CHECK,
+                TRIGGER,
+                "cannot store",
+                "datatype mismatch",
+                "NOT NULL constraint failed",
+            ],
+        );
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn every_time_column_refuses_a_time_of_another_form() -> TestResult {
+    /// Where each statement below takes the time under test.
+    const AT: &str = "<time>";
+    let f = Fixture::new();
+    f.build("root > a b");
+    f.ledger.state("a")?;
+    let head = f.ledger.audit_head()?;
+    let before = f.snapshot();
+    let conn = f.sql();
+    let posture = |granted: &str, allocated: &str| {
+        POSTURE_INSERT.replace(
+            "{}",
+            &format!(
+                "'b', 'trust', 'granted', 'op', '{granted}', 'b', NULL, '{allocated}', '[\"b\"]', 0"
+            ),
+        )
+    };
+    let scope = |granted: &str, expires: &str, revoked: &str| {
+        format!(
+            "INSERT INTO override_scopes (session_id, name, granted_by, granted_at, expires_at,
+                                          revoked_at, revoked_by)
+             VALUES ('a', 'hotfix', 'op', '{granted}', '{expires}', '{revoked}', 'op')"
+        )
+    };
+    let hash = "a".repeat(64);
+    // Each time column, with its statement; the statement's other times are good.
+    let columns: Vec<(&str, String)> = vec![
+        (
+            "sessions.created_at",
+            format!(
+                "INSERT INTO sessions (id, depth, origin, created_at) VALUES ('r2', 0, 'root', '{AT}')"
+            ),
+        ),
+        (
+            "sessions.ended_at",
+            format!("UPDATE sessions SET ended_at = '{AT}' WHERE id = 'b'"),
+        ),
+        (
+            "labels.materialized_at",
+            format!(
+                "INSERT INTO sessions (id, depth, origin, created_at) VALUES ('r2', 0, 'root', '{T}');
+                 INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+                 VALUES ('r2', 'private', 0, '{AT}', 'born')"
+            ),
+        ),
+        (
+            "labels.raised_at",
+            format!("UPDATE labels SET raised_at = '{AT}' WHERE session_id = 'a'"),
+        ),
+        (
+            "epochs.started_at",
+            format!(
+                "INSERT INTO epochs (epoch, started_at, started_by, durable) VALUES (1, '{AT}', 'x', 0)"
+            ),
+        ),
+        ("postures.granted_at", posture(AT, T)),
+        ("postures.allocated_at", posture(T, AT)),
+        (
+            "command_patterns.added_at",
+            format!(
+                "INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
+                 VALUES ('a', 'ls', 'op', '{AT}')"
+            ),
+        ),
+        (
+            "override_scopes.granted_at",
+            scope(AT, "2999-12-31T00:00:00.000Z", LATER),
+        ),
+        ("override_scopes.expires_at", scope(T, AT, T)),
+        ("override_scopes.revoked_at", scope(T, LATER, AT)),
+        (
+            "audit.at",
+            format!(
+                "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                 VALUES ({}, '{AT}', 'x', 'session.end', 'b', '{{}}', '{}', '{hash}')",
+                head.seq + 1,
+                head.hash
+            ),
+        ),
+    ];
+    for (column, template) in &columns {
+        accepted(&conn, &template.replace(AT, LATER));
+        for bad in [
+            "2999-01-01 00:00:00.000Z",
+            "2999-01-01T00:00:00Z",
+            "2999-01-01T00:00:00.0000Z",
+            "2999-01-01T00:00:00.000+00:00",
+            "2999-01-01t00:00:00.000z",
+            "29990-01-01T00:00:00.000Z",
+            "tomorrow",
+            "",
+        ] {
+            let sql = template.replace(AT, bad);
+            let outcome = conn.execute_batch(&format!("BEGIN; {sql}; COMMIT;"));
+            conn.execute_batch("ROLLBACK").ok();
+            match outcome {
+                Ok(()) => panic!("{column} took the time {bad:?}:\n    {sql}"),
+                Err(err) => {
+                    let err = err.to_string();
+                    assert!(
+                        err.contains(CHECK) || err.contains("time"),
+                        "{column}: {bad:?} refused with `{err}`"
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn with_foreign_keys_on_no_row_can_name_a_session_epoch_or_kind_that_does_not_exist() -> TestResult
+{
+    let f = Fixture::new();
+    f.build("root > a");
+    let before = f.snapshot();
+    let conn = f.sql();
+    // As on every connection the library opens.
+    conn.execute_batch("PRAGMA foreign_keys = ON")?;
+    let fk = &["FOREIGN KEY constraint failed"];
+    let pattern = format!(
+        "INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
+         VALUES ({{}}, 'ls', 'op', '{T}')"
+    );
+    only_good_values(&conn, &pattern, &["'a'"], &["'ghost'"], fk);
+    only_good_values(
+        &conn,
+        &format!(
+            "INSERT INTO override_scopes (session_id, name, granted_by, granted_at, expires_at)
+             VALUES ({{}}, 'hotfix', 'op', '{T}', '{LATER}')"
+        ),
+        &["'a'"],
+        &["'ghost'"],
+        fk,
+    );
+    only_good_values(
+        &conn,
+        &POSTURE_INSERT.replace(
+            "{}",
+            &format!("{{}}, 'trust', 'granted', 'op', '{T}', {{}}, NULL, '{T}', '[]', 0"),
+        ),
+        &["'a'"],
+        &["'ghost'"],
+        fk,
+    );
+    only_good_values(
+        &conn,
+        &POSTURE_INSERT.replace(
+            "{}",
+            &format!("'a', 'trust', 'granted', 'op', '{T}', 'a', NULL, '{T}', '[]', {{}}"),
+        ),
+        &["0"],
+        &["7"],
+        fk,
+    );
+    // These have triggers of their own, which refuse first.
+    refused(
+        &conn,
+        &format!(
+            "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+             VALUES ('c', 'ghost', 1, 'created', '{T}')"
+        ),
+        &["FOREIGN KEY", TRIGGER],
+    );
+    refused(
+        &conn,
+        &format!(
+            "INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+             VALUES ('ghost', 'private', 0, '{T}', 'born')"
+        ),
+        &["FOREIGN KEY", TRIGGER],
+    );
+    refused(
+        &conn,
+        &format!(
+            "INSERT INTO audit (at, actor, kind, session_id, detail)
+             VALUES ('{LATER}', 'x', 'made.up', NULL, '{{}}')"
+        ),
+        &["FOREIGN KEY", TRIGGER],
+    );
+    // With foreign keys off, as in the sqlite3 shell, the reference that only a foreign key
+    // holds is not checked: why the library turns them on for every connection of its own.
+    conn.execute_batch("PRAGMA foreign_keys = OFF")?;
+    accepted(&conn, &pattern.replace("{}", "'ghost'"));
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+#[test]
+fn a_second_row_for_the_same_key_is_refused_in_every_table() -> TestResult {
+    let f = Fixture::new();
+    f.build("root > a");
+    f.ledger.grant("root", PostureLevel::Trust, "op")?;
+    f.ledger.add_pattern("root", "npm test", "op")?;
+    f.ledger
+        .grant_scope("root", "hotfix", Duration::from_secs(3600), "op")?;
+    let head = f.ledger.audit_head()?;
+    let before = f.snapshot();
+    let conn = f.sql();
+    let hash = "a".repeat(64);
+    for insert in ["INSERT", "INSERT OR REPLACE"] {
+        // Where a replace would rewrite history, a trigger refuses it as well.
+        for sql in [
+            format!(
+                "{insert} INTO sessions (id, depth, origin, created_at) VALUES ('root', 0, 'root', '{T}')"
+            ),
+            format!(
+                "{insert} INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+                 VALUES ('root', 'private', 0, '{T}', 'born')"
+            ),
+            format!(
+                "{insert} INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                 VALUES ({}, '{LATER}', 'x', 'session.end', 'a', '{{}}', '{}', '{hash}')",
+                head.seq, head.hash
+            ),
+        ] {
+            refused(&conn, &sql, &[TRIGGER, "UNIQUE constraint failed"]);
+        }
+    }
+    for sql in [
+        POSTURE_INSERT.replace(
+            "{}",
+            &format!(
+                "'root', 'trust', 'granted', 'op', '{T}', 'root', NULL, '{T}', '[\"root\"]', 0"
+            ),
+        ),
+        format!(
+            "INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
+             VALUES ('root', 'npm test', 'other', '{T}')"
+        ),
+        format!(
+            "INSERT INTO override_scopes (session_id, name, granted_by, granted_at, expires_at)
+             VALUES ('root', 'hotfix', 'other', '{T}', '{LATER}')"
+        ),
+        "INSERT INTO audit_kinds (kind, meaning) VALUES ('session.root', 'again')".to_owned(),
+        format!(
+            "INSERT INTO epochs (epoch, started_at, started_by, durable) VALUES (0, '{T}', 'x', 0)"
+        ),
+    ] {
+        refused(&conn, &sql, &["UNIQUE constraint failed"]);
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// The chain's hash input, byte for byte (C21)
+// ------------------------------------------------------------------------------------------------
+
+/// One row of the doc's worked example.
+#[derive(Debug, Default, Clone)]
+struct ExampleRow {
+    seq: i64,
+    at: String,
+    actor: String,
+    kind: String,
+    session_id: Option<String>,
+    detail: String,
+    input: String,
+    hash: String,
+}
+
+/// The rows of the doc's ```text chain-example block, and its ```sql block: the SQL
+/// expression that recomputes a row's hash.
+fn chain_example() -> (Vec<ExampleRow>, String) {
+    let doc = fs::read_to_string(package_file(DOC)).expect("read docs/storage-contract.md");
+    let block = |fence: &str| -> String {
+        let start = doc
+            .find(fence)
+            .unwrap_or_else(|| panic!("{DOC} has no {fence:?} block"))
+            + fence.len();
+        let end = doc[start..].find("```").expect("a closing fence") + start;
+        doc[start..end].to_owned()
+    };
+    let mut rows = Vec::new();
+    for paragraph in block("```text chain-example\n").split("\n\n") {
+        let mut row = ExampleRow::default();
+        for line in paragraph.lines() {
+            let (key, value) = line
+                .split_once(": ")
+                .unwrap_or_else(|| panic!("{DOC}: `{line}` is not `field: value`"));
+            let value = value.to_owned();
+            match key {
+                "seq" => row.seq = value.parse().expect("seq is a number"),
+                "at" => row.at = value,
+                "actor" => row.actor = value,
+                "kind" => row.kind = value,
+                "session_id" => row.session_id = (value != "NULL").then_some(value),
+                "detail" => row.detail = value,
+                "input" => row.input = value,
+                "hash" => row.hash = value,
+                other => panic!("{DOC}: unknown field `{other}` in the chain example"),
+            }
+        }
+        rows.push(row);
+    }
+    (rows, block("```sql\n"))
+}
+
+/// The encoding as the doc states it, built here from the fields, independently of the
+/// library's `chain_hash`.
+fn encode(prev_hash: &str, row: &ExampleRow) -> String {
+    let field = |x: Option<&str>| match x {
+        Some(x) => format!("{}:{x}|", x.len()),
+        None => "-|".to_owned(),
+    };
+    format!(
+        "{prev_hash}|{}|{}{}{}{}{}",
+        row.seq,
+        field(Some(&row.at)),
+        field(Some(&row.actor)),
+        field(Some(&row.kind)),
+        field(row.session_id.as_deref()),
+        field(Some(&row.detail)),
+    )
+}
+
+fn sha3_hex(bytes: &[u8]) -> String {
+    use sha3::Digest;
+    sha3::Sha3_256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Registers `sha3(X, 256)` on a plain connection, as the stock shell has it built in.
+fn with_sha3(conn: &Connection) -> rusqlite::Result<()> {
+    conn.create_scalar_function(
+        "sha3",
+        2,
+        rusqlite::functions::FunctionFlags::SQLITE_UTF8
+            | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            use sha3::Digest;
+            let text: String = ctx.get(0)?;
+            Ok(sha3::Sha3_256::digest(text.as_bytes()).to_vec())
+        },
+    )
+}
+
+#[test]
+fn the_hash_input_given_in_the_contract_is_what_the_library_hashes_and_stores() -> TestResult {
+    let (example, sql) = chain_example();
+    assert_eq!(example.len(), 3, "{DOC}: the chain example has three rows");
+    let clock = Arc::new(ManualClock::new(T.parse()?));
+    let f = Fixture::with(Config::default().clock(clock.clone()));
+    f.ledger.create_root("conductor", "alice")?;
+    clock.advance(chrono::TimeDelta::milliseconds(1_500));
+    f.ledger.start_epoch("dashboard")?;
+    clock.advance(chrono::TimeDelta::milliseconds(750));
+    f.ledger.add_pattern("conductor", "grep é", "alice")?;
+
+    let conn = f.sql();
+    with_sha3(&conn)?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash, {sql} AS recomputed
+           FROM audit ORDER BY seq"
+    ))?;
+    let stored: Vec<(ExampleRow, String, String)> = stmt
+        .query_map([], |r| {
+            Ok((
+                ExampleRow {
+                    seq: r.get(0)?,
+                    at: r.get(1)?,
+                    actor: r.get(2)?,
+                    kind: r.get(3)?,
+                    session_id: r.get(4)?,
+                    detail: r.get(5)?,
+                    input: String::new(),
+                    hash: r.get(7)?,
+                },
+                r.get(6)?,
+                r.get(8)?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    assert_eq!(stored.len(), example.len(), "the library wrote other rows");
+
+    let mut prev = session_ledger::GENESIS_HASH.to_owned();
+    for (doc, (row, prev_hash, recomputed)) in example.iter().zip(&stored) {
+        let seq = doc.seq;
+        // The fields the library stored are the doc's, byte for byte.
+        assert_eq!(
+            (
+                &row.seq,
+                &row.at,
+                &row.actor,
+                &row.kind,
+                &row.session_id,
+                &row.detail
+            ),
+            (
+                &doc.seq,
+                &doc.at,
+                &doc.actor,
+                &doc.kind,
+                &doc.session_id,
+                &doc.detail
+            ),
+            "row {seq}: the library stored other fields than the doc shows"
+        );
+        assert_eq!(prev_hash, &prev, "row {seq}: prev_hash");
+        // The input is the doc's rule applied to the fields, and its digest is the hash.
+        assert_eq!(
+            doc.input,
+            encode(&prev, doc),
+            "row {seq}: the doc's input is not its rule"
+        );
+        assert_eq!(
+            sha3_hex(doc.input.as_bytes()),
+            doc.hash,
+            "row {seq}: the doc's hash"
+        );
+        let library = session_ledger::chain_hash(
+            &prev,
+            doc.seq,
+            &doc.at,
+            &doc.actor,
+            &doc.kind,
+            doc.session_id.as_deref(),
+            &doc.detail,
+        );
+        assert_eq!(library, doc.hash, "row {seq}: chain_hash");
+        assert_eq!(row.hash, doc.hash, "row {seq}: the stored hash");
+        assert_eq!(recomputed, &doc.hash, "row {seq}: the doc's SQL");
+        prev = doc.hash.clone();
+    }
+    assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Transactions (C32, C33)
+// ------------------------------------------------------------------------------------------------
+
+const WRITERS: usize = 3;
+const WRITES_PER_WRITER: usize = 20;
+
+#[test]
+fn writers_in_several_processes_append_to_one_chain_in_one_order() -> TestResult {
+    const NAME: &str = "writers_in_several_processes_append_to_one_chain_in_one_order";
+    if let Ok(path) = std::env::var("SESSION_LEDGER_CONTRACT_WRITER") {
+        // A writer process: its own ledger handle on the shared file.
+        let writer = std::env::var("SESSION_LEDGER_CONTRACT_WRITER_NAME")?;
+        let ledger = Ledger::open(&path)?;
+        for i in 0..WRITES_PER_WRITER {
+            let id = format!("{writer}-{i}");
+            ledger.create_root(&id, &writer)?;
+            ledger.grant(&id, PostureLevel::Trust, &writer)?;
+        }
+        return Ok(());
+    }
+    let f = Fixture::new();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            Command::new(std::env::current_exe()?)
+                .args(["--exact", NAME, "--test-threads=1"])
+                .env("SESSION_LEDGER_CONTRACT_WRITER", f.path())
+                .env("SESSION_LEDGER_CONTRACT_WRITER_NAME", format!("writer{w}"))
+                .stdout(Stdio::null())
+                .spawn()
+        })
+        .collect::<Result<_, _>>()?;
+    for mut writer in writers {
+        assert!(writer.wait()?.success(), "a writer process failed");
+    }
+    let rows = WRITERS * WRITES_PER_WRITER * 2;
+    let v = f.ledger.verify(None)?;
+    assert!(v.ok, "{v:?}");
+    assert_eq!(v.rows as usize, rows);
+    let conn = f.sql();
+    let seqs: Vec<i64> = conn
+        .prepare("SELECT seq FROM audit ORDER BY seq")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    assert_eq!(seqs, (1..=rows as i64).collect::<Vec<_>>());
+    // Each writer's own rows are in the order it wrote them.
+    for w in 0..WRITERS {
+        let kinds: Vec<(String, String)> = conn
+            .prepare("SELECT session_id, kind FROM audit WHERE actor = ?1 ORDER BY seq")?
+            .query_map([format!("writer{w}")], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let expected: Vec<(String, String)> = (0..WRITES_PER_WRITER)
+            .flat_map(|i| {
+                let id = format!("writer{w}-{i}");
+                [
+                    (id.clone(), "session.root".to_owned()),
+                    (id, "posture.grant".to_owned()),
+                ]
+            })
+            .collect();
+        assert_eq!(kinds, expected, "writer{w}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_read_transaction_sees_one_state_while_the_library_commits_beside_it() -> TestResult {
+    // A writer blocked by the reader would give up after this, and the test fail.
+    let f = Fixture::with(Config::default().busy_timeout(Duration::from_millis(500)));
+    f.build("root > a");
+    let state = |c: &Connection| -> rusqlite::Result<(i64, i64, i64)> {
+        c.query_row(
+            "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM postures),
+                    (SELECT max(seq) FROM audit)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+    };
+    let reader = f.sql();
+    reader.execute_batch("BEGIN")?;
+    // The first read of the transaction fixes its snapshot.
+    let before = state(&reader)?;
+    // Commits while the read transaction is open: the reader does not block them.
+    f.ledger.create_child("b", "root", "op")?;
+    f.ledger.grant("root", PostureLevel::Trust, "op")?;
+    let committed = (before.0 + 1, before.1 + 1, before.2 + 2);
+    assert_eq!(state(&f.sql())?, committed, "a new reader sees the commits");
+    assert_eq!(
+        state(&reader)?,
+        before,
+        "the snapshot moved inside its transaction"
+    );
+    reader.execute_batch("COMMIT")?;
+    assert_eq!(state(&reader)?, committed);
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Version 9: the triggers as version 8 defined them, each naming its item
+// ------------------------------------------------------------------------------------------------
+
+/// Every object of the schema on `conn`: `(type, name) -> (tbl_name, sql)`.
+fn schema(conn: &Connection) -> BTreeMap<(String, String), (String, Option<String>)> {
+    let mut stmt = conn
+        .prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema")
+        .expect("prepare");
+    let rows = stmt
+        .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))
+        .expect("read the schema");
+    rows.collect::<Result<_, _>>().expect("read the schema")
+}
+
+/// A ledger as version 8 of this software left it, at `path`.
+fn version_8_ledger(path: &Path) -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open(path)?;
+    // Version 3 chains existing rows with sha3(), which the library registers and the stock
+    // shell has built in.
+    with_sha3(&conn)?;
+    embedded::migrations::runner()
+        .set_target(refinery::Target::Version(8))
+        .run(&mut conn)
+        .expect("migrate to version 8");
+    conn.execute_batch("PRAGMA application_id = 1397515367;")?;
+    Ok(conn)
+}
+
+/// A fresh ledger, created by the library and read with a plain connection.
+fn fresh_ledger(dir: &Path) -> Connection {
+    let path = dir.join("fresh.db");
+    drop(Ledger::open(&path).expect("create a ledger"));
+    raw(&path)
+}
+
+/// The `-- contract C<n>: words` lines of a trigger's SQL, with their line index.
+fn contract_lines(sql: &str) -> Vec<(usize, String, String)> {
+    sql.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let rest = line.trim_start().strip_prefix("-- contract ")?;
+            let (item, words) = rest.split_once(':').unwrap_or((rest, ""));
+            Some((i, item.to_owned(), words.trim().to_owned()))
+        })
+        .collect()
+}
+
+/// `sql` without its contract lines.
+fn without_contract_lines(sql: &str) -> String {
+    let lines: Vec<&str> = sql
+        .split('\n')
+        .filter(|l| !l.trim_start().starts_with("-- contract "))
+        .collect();
+    lines.join("\n")
+}
+
+#[test]
+fn every_trigger_is_defined_as_in_version_8_apart_from_its_contract_line() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let v8 = schema(&version_8_ledger(&dir.path().join("v8.db"))?);
+    let fresh = schema(&fresh_ledger(dir.path()));
+    let mut problems = Vec::new();
+    let keys: BTreeSet<_> = v8.keys().chain(fresh.keys()).collect();
+    for key in keys {
+        let (kind, name) = key;
+        let (Some(old), Some(new)) = (v8.get(key), fresh.get(key)) else {
+            problems.push(format!(
+                "the {kind} `{name}` is in only one of version 8 and a fresh ledger"
+            ));
+            continue;
+        };
+        if kind == "trigger" {
+            let sql = new.1.as_deref().unwrap_or("");
+            let lines = contract_lines(sql);
+            if lines.len() != 1 {
+                problems.push(format!(
+                    "the trigger `{name}` has {} contract lines; it needs one",
+                    lines.len()
+                ));
+            }
+            let same = old.0 == new.0 && old.1.as_deref() == Some(&without_contract_lines(sql));
+            if !same {
+                problems.push(format!(
+                    "the trigger `{name}` differs from version 8's by more than its contract \
+                     line:\n--- version 8\n{}\n--- now\n{sql}",
+                    old.1.as_deref().unwrap_or("")
+                ));
+            }
+        } else if old != new && name != "refinery_schema_history" {
+            problems.push(format!("the {kind} `{name}` differs from version 8's"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Drift(problems.join("\n")).into())
+    }
+}
+
+#[test]
+fn a_version_8_ledger_upgrades_to_triggers_that_name_their_items_and_keeps_every_row() -> TestResult
+{
+    let dir = tempfile::tempdir()?;
+    let old = dir.path().join("old.db");
+    {
+        let conn = version_8_ledger(&old)?;
+        conn.execute_batch(&format!(
+            "INSERT INTO sessions (id, depth, origin, created_at)
+                  VALUES ('conductor', 0, 'root', '{T}');
+             INSERT INTO sessions (id, created_by, depth, origin, created_at)
+                  VALUES ('worker', 'conductor', 1, 'created', '{T}');
+             INSERT INTO labels (session_id, taint, untrusted, materialized_at, materialized_how)
+                  VALUES ('conductor', 'private', 0, '{T}', 'born');
+             UPDATE labels SET taint = 'secret', raised_at = '{T}' WHERE session_id = 'conductor';
+             INSERT INTO postures (session_id, posture, source, granted_by, granted_at,
+                                   granted_on, inherited_from, allocated_at, chain, epoch)
+                  VALUES ('conductor', 'trust', 'granted', 'alice', '{T}', 'conductor', NULL,
+                          '{T}', '[\"conductor\"]', 0);
+             INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
+                  VALUES ('worker', 'npm test', 'alice', '{T}');"
+        ))?;
+        let mut prev = session_ledger::GENESIS_HASH.to_owned();
+        for (seq, kind, session) in [
+            (1, "session.root", "conductor"),
+            (2, "session.create", "worker"),
+            (3, "posture.grant", "conductor"),
+        ] {
+            let hash =
+                session_ledger::chain_hash(&prev, seq, T, "alice", kind, Some(session), "{}");
+            conn.execute(
+                "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                 VALUES (?1, ?2, 'alice', ?3, ?4, '{}', ?5, ?6)",
+                (seq, T, kind, session, &prev, &hash),
+            )?;
+            prev = hash;
+        }
+    }
+    let rows = |path: &Path| -> Vec<String> {
+        common::cli::dump(path)
+            .expect("read every table")
+            .into_iter()
+            .filter(|r| !r.starts_with("refinery_schema_history:"))
+            .collect()
+    };
+    let before = rows(&old);
+    assert!(before.iter().any(|r| r.starts_with("audit:")));
+    let ledger = Ledger::open(&old)?;
+    assert!(ledger.verify(None)?.ok);
+    drop(ledger);
+    assert_eq!(rows(&old), before, "the upgrade changed rows");
+    let conn = raw(&old);
+    let version: i64 = conn.query_row(
+        "SELECT max(version) FROM refinery_schema_history",
+        [],
+        |r| r.get(0),
+    )?;
+    assert_eq!(version, session_ledger::schema_version());
+    let upgraded = schema(&conn);
+    for ((kind, name), (_, sql)) in &upgraded {
+        if kind == "trigger" {
+            assert_eq!(
+                contract_lines(sql.as_deref().unwrap_or("")).len(),
+                1,
+                "{name}"
+            );
+        }
+    }
+    let fresh = schema(&fresh_ledger(dir.path()));
+    let without_history = |s: &BTreeMap<(String, String), (String, Option<String>)>| {
+        s.iter()
+            .filter(|((_, name), _)| !name.starts_with("refinery"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(without_history(&upgraded), without_history(&fresh));
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// The doc and the schema held together
+// ------------------------------------------------------------------------------------------------
+
+/// The doc's problems, one a line; printed as they are when a test fails.
+struct Drift(String);
+
+impl fmt::Debug for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for Drift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Drift {}
+
+fn fail_with(problems: Vec<String>) -> TestResult {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Drift(format!(
+        "{DOC} and the schema disagree ({}):\n{}",
+        problems.len(),
+        problems.join("\n")
+    ))
+    .into())
+}
+
+/// One field of an item: `- Rule:`, `- SQLite:` or `- Tests:`, with its continuation lines.
+struct Field {
+    line: usize,
+    text: String,
+}
+
+/// One item of the contract: `### C<n>. Title` and its fields.
+struct Item {
+    id: String,
+    line: usize,
+    rule: Option<Field>,
+    sqlite: Option<Field>,
+    tests: Option<Field>,
+}
+
+impl Item {
+    /// The backticked names of the `- SQLite:` field.
+    fn enforced_by(&self) -> Vec<String> {
+        self.sqlite
+            .as_ref()
+            .map(|f| backticked(&f.text))
+            .unwrap_or_default()
+    }
+}
+
+fn at(line: usize) -> String {
+    format!("{DOC}:{line}")
+}
+
+/// The text between backticks, in order.
+fn backticked(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+fn contract_items() -> Vec<Item> {
+    let text = fs::read_to_string(package_file(DOC)).expect("read docs/storage-contract.md");
+    let mut items: Vec<Item> = Vec::new();
+    let mut fenced = false;
+    let mut open: Option<(&'static str, Field)> = None;
+    let close = |items: &mut Vec<Item>, open: &mut Option<(&'static str, Field)>| {
+        if let (Some((name, field)), Some(item)) = (open.take(), items.last_mut()) {
+            let slot = match name {
+                "rule" => &mut item.rule,
+                "sqlite" => &mut item.sqlite,
+                _ => &mut item.tests,
+            };
+            *slot = Some(field);
+        }
+    };
+    let mut in_item = false;
+    for (i, line) in text.lines().enumerate() {
+        let no = i + 1;
+        if line.trim_start().starts_with("```") {
+            close(&mut items, &mut open);
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        if line.starts_with('#') {
+            close(&mut items, &mut open);
+            in_item = false;
+            if let Some(heading) = line.strip_prefix("### ") {
+                if let Some((id, _)) = heading.split_once(". ") {
+                    if id.starts_with('C') && id[1..].bytes().all(|b| b.is_ascii_digit()) {
+                        items.push(Item {
+                            id: id.to_owned(),
+                            line: no,
+                            rule: None,
+                            sqlite: None,
+                            tests: None,
+                        });
+                        in_item = true;
+                    }
+                }
+            }
+            continue;
+        }
+        if !in_item {
+            continue;
+        }
+        if let Some((_, field)) = open.as_mut() {
+            if line.starts_with("  ") && !line.trim().is_empty() {
+                field.text.push(' ');
+                field.text.push_str(line.trim());
+                continue;
+            }
+            close(&mut items, &mut open);
+        }
+        for (prefix, name) in [
+            ("- Rule:", "rule"),
+            ("- SQLite:", "sqlite"),
+            ("- Tests:", "tests"),
+        ] {
+            if let Some(rest) = line.strip_prefix(prefix) {
+                open = Some((
+                    name,
+                    Field {
+                        line: no,
+                        text: rest.trim().to_owned(),
+                    },
+                ));
+            }
+        }
+    }
+    close(&mut items, &mut open);
+    items
+}
+
+/// What a fresh ledger's schema holds: object names by type, columns by table, and every
+/// object's SQL.
+struct FreshSchema {
+    _dir: tempfile::TempDir,
+    objects: BTreeMap<String, String>,
+    triggers: BTreeMap<String, String>,
+    conn: Connection,
+}
+
+impl FreshSchema {
+    fn new() -> FreshSchema {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let conn = fresh_ledger(dir.path());
+        let mut objects = BTreeMap::new();
+        let mut triggers = BTreeMap::new();
+        for ((kind, name), (_, sql)) in schema(&conn) {
+            let sql = sql.unwrap_or_default();
+            if kind == "trigger" {
+                triggers.insert(name.clone(), sql.clone());
+            }
+            objects.insert(name, sql);
+        }
+        FreshSchema {
+            _dir: dir,
+            objects,
+            triggers,
+            conn,
+        }
+    }
+
+    fn has_column(&self, table: &str, column: &str) -> bool {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info(:table) WHERE name = :column",
+                rusqlite::named_params! { ":table": table, ":column": column },
+                |r| r.get::<_, i64>(0),
+            )
+            .is_ok_and(|n| n == 1)
+    }
+}
+
+/// Text without any whitespace, for comparing SQL and code fragments.
+fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// Every `.rs` file under `dir`, with its text.
+fn sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = fs::read_to_string(&path).expect("read a source file");
+            out.push((path, text));
+        }
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+#[test]
+fn every_contract_item_names_its_rule_its_enforcement_and_its_tests() -> TestResult {
+    const RULES: [&str; 19] = [
+        "L1", "L2", "L3", "L4", "L5", "P1", "P2", "P3", "P4", "P5", "R1", "R2", "R3", "R4", "S1",
+        "S2", "A1", "A2", "A3",
+    ];
+    let items = contract_items();
+    let mut problems = Vec::new();
+    if items.is_empty() {
+        problems.push(format!("{DOC} has no items (`### C<n>. Title`)"));
+    }
+    let mut seen = BTreeSet::new();
+    for item in &items {
+        if !seen.insert(item.id.as_str()) {
+            problems.push(format!(
+                "{}: {} is a second item {0}",
+                at(item.line),
+                item.id
+            ));
+        }
+        match &item.rule {
+            None => problems.push(format!(
+                "{}: {} has no `- Rule:` line",
+                at(item.line),
+                item.id
+            )),
+            Some(rule) => {
+                let named: Vec<&str> = rule
+                    .text
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                if named.is_empty() || named.iter().any(|r| !RULES.contains(r)) {
+                    problems.push(format!(
+                        "{}: {} serves {:?}, which are not all rules of the brief",
+                        at(rule.line),
+                        item.id,
+                        rule.text
+                    ));
+                }
+            }
+        }
+        for (field, name) in [(&item.sqlite, "SQLite"), (&item.tests, "Tests")] {
+            match field {
+                None => problems.push(format!(
+                    "{}: {} has no `- {name}:` line",
+                    at(item.line),
+                    item.id
+                )),
+                Some(f) if backticked(&f.text).is_empty() => problems.push(format!(
+                    "{}: {}'s `- {name}:` line names nothing in backticks",
+                    at(f.line),
+                    item.id
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    fail_with(problems)
+}
+
+#[test]
+fn every_trigger_names_a_contract_item_that_lists_it() -> TestResult {
+    let schema = FreshSchema::new();
+    let items = contract_items();
+    let mut problems = Vec::new();
+    for (name, sql) in &schema.triggers {
+        let lines = contract_lines(sql);
+        let [(index, id, words)] = lines.as_slice() else {
+            problems.push(format!(
+                "the trigger `{name}` has {} `-- contract C<n>: ...` lines in its body; it needs \
+                 exactly one",
+                lines.len()
+            ));
+            continue;
+        };
+        let after_begin = sql
+            .lines()
+            .nth(index.wrapping_sub(1))
+            .is_some_and(|l| l.trim() == "BEGIN");
+        if !after_begin || words.is_empty() {
+            problems.push(format!(
+                "the trigger `{name}`: its contract line is not `-- contract {id}: <short words>` \
+                 right after BEGIN"
+            ));
+        }
+        match items.iter().find(|i| &i.id == id) {
+            None => problems.push(format!(
+                "the trigger `{name}` names the contract item {id}, which {DOC} does not have"
+            )),
+            Some(item) if !item.enforced_by().iter().any(|n| n == name) => problems.push(format!(
+                "{}: the trigger `{name}` names {id}, but {id}'s `- SQLite:` line does not \
+                     list it",
+                at(item.sqlite.as_ref().map_or(item.line, |f| f.line))
+            )),
+            Some(_) => {}
+        }
+    }
+    fail_with(problems)
+}
+
+#[test]
+fn every_trigger_constraint_and_fragment_the_contract_cites_exists() -> TestResult {
+    let schema = FreshSchema::new();
+    let all_sql = squeezed(
+        &schema
+            .objects
+            .values()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let mut code = Vec::new();
+    sources(&package_file("src"), &mut code);
+    let all_code = squeezed(
+        &code
+            .iter()
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let mut problems = Vec::new();
+    for item in contract_items() {
+        let Some(field) = &item.sqlite else { continue };
+        for cited in backticked(&field.text) {
+            let place = at(field.line);
+            let id = &item.id;
+            if is_identifier(&cited) {
+                if !schema.objects.contains_key(&cited) {
+                    problems.push(format!(
+                        "{place}: {id} cites `{cited}`, but a fresh ledger has no trigger, \
+                         index, table or view of that name"
+                    ));
+                }
+            } else if let Some((table, column)) = cited
+                .split_once('.')
+                .filter(|(t, c)| is_identifier(t) && is_identifier(c))
+            {
+                if !schema.has_column(table, column) {
+                    problems.push(format!(
+                        "{place}: {id} cites the column `{cited}`, which a fresh ledger does \
+                         not have"
+                    ));
+                }
+            } else if let Some(function) = cited.strip_suffix("()").filter(|f| is_identifier(f)) {
+                let definition = format!("fn {function}(");
+                if !code.iter().any(|(_, text)| text.contains(&definition)) {
+                    problems.push(format!(
+                        "{place}: {id} cites `{cited}`, but no `{definition}` is under src/"
+                    ));
+                }
+            } else {
+                let fragment = squeezed(&cited);
+                if !all_sql.contains(&fragment) && !all_code.contains(&fragment) {
+                    problems.push(format!(
+                        "{place}: {id} cites `{cited}`, which is neither in a fresh ledger's \
+                         schema nor in the engine's code under src/"
+                    ));
+                }
+            }
+        }
+    }
+    fail_with(problems)
+}
+
+#[test]
+fn every_test_the_contract_cites_exists() -> TestResult {
+    let mut problems = Vec::new();
+    for item in contract_items() {
+        let Some(field) = &item.tests else { continue };
+        for cited in backticked(&field.text) {
+            let place = at(field.line);
+            let id = &item.id;
+            let Some((file, name)) = cited.split_once("::") else {
+                problems.push(format!(
+                    "{place}: {id} cites `{cited}` as a test; write `tests/FILE.rs::name`"
+                ));
+                continue;
+            };
+            if !(file.starts_with("tests/") || file.starts_with("src/")) || !file.ends_with(".rs") {
+                problems.push(format!(
+                    "{place}: {id} cites a test in `{file}`, which is not a file under tests/ or \
+                     src/"
+                ));
+                continue;
+            }
+            match fs::read_to_string(package_file(file)) {
+                Err(_) => problems.push(format!(
+                    "{place}: {id} cites a test in `{file}`, which does not exist"
+                )),
+                Ok(text) if !text.contains(&format!("fn {name}(")) => problems.push(format!(
+                    "{place}: {id} cites the test `{name}`, but `{file}` has no `fn {name}(`"
+                )),
+                Ok(_) => {}
+            }
+        }
+    }
+    fail_with(problems)
+}
