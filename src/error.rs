@@ -330,18 +330,22 @@ impl CreationRefused {
     }
 }
 
-/// Where a ledger is: the file it was opened at.
+/// Where a ledger is: the file it was opened at, or the server and database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Location {
     /// A SQLite file.
     File(PathBuf),
+    /// A PostgreSQL database, as `postgresql://user@host:port/database`, with any socket
+    /// folder after it: never with a password.
+    Server(String),
 }
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::File(path) => write!(f, "{}", path.display()),
+            Location::Server(description) => f.write_str(description),
         }
     }
 }

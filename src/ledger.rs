@@ -63,11 +63,14 @@ impl Ledger {
         Ok(Ledger { storage, config })
     }
 
-    /// The ledger's file.
-    pub fn path(&self) -> &Path {
-        match self.storage.location() {
-            Location::File(path) => path,
-        }
+    /// Where the ledger is: its file, or its server and database (never with a password).
+    pub fn location(&self) -> &Location {
+        self.storage.location()
+    }
+
+    /// The schema version of this ledger's engine that this build reads and writes.
+    pub fn schema_version(&self) -> i64 {
+        self.storage.schema_version()
     }
 
     /// The settings it was opened with.
@@ -533,11 +536,8 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// `InvalidId` for a malformed session or subtree id; [`Error::Corruption`] for a row the
-    /// library cannot read back, and, for a listing by time, when the one row of
-    /// `audit_time_order` was deleted by hand.
-    ///
-    /// [`Error::Corruption`]: crate::Error::Corruption
+    /// `InvalidId` for a malformed session or subtree id; `Corruption` for a row the library
+    /// cannot read back, or when `audit_time_order` lost its one row (a hand edit).
     pub fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
         self.storage.snapshot(|r| audit::list(r, query))
     }

@@ -347,20 +347,32 @@ fn unbounded() -> Config {
         .creation_rate(u32::MAX, Duration::from_secs(1))
 }
 
-fn the_rust_verifier_and_the_sql_query_agree_on_a_ledger_of_100_000_rows(
-    engine: Engine,
-) -> TestResult {
+/// How many audit rows the large ledger has: 100,000 on SQLite; 20,000 on PostgreSQL, where
+/// each of the 7,000 creates that build them is a transaction of a dozen round trips to the
+/// server, and the 33,000 that 100,000 rows take would be most of the suite's time.
+fn large_rows(engine: Engine) -> usize {
+    match engine {
+        Engine::Sqlite => 100_000,
+        Engine::Postgres => 20_000,
+    }
+}
+
+fn the_rust_verifier_and_the_sql_query_agree_on_a_large_ledger(engine: Engine) -> TestResult {
     let f = fixture!(engine, unbounded());
-    grow_large(&f, 100_000);
+    let rows = large_rows(engine);
+    grow_large(&f, rows);
     let v = f.ledger.verify(None)?;
-    assert!(v.rows >= 100_000, "{} rows", v.rows);
+    assert!(v.rows >= rows as u64, "{} rows", v.rows);
     assert!(v.ok);
     assert_eq!(f.verify_in_sql(), None);
-    f.tamper("UPDATE audit SET detail = '{\"x\":1}' WHERE seq = 77777");
+    let edited = rows as i64 * 7 / 9;
+    f.tamper(&format!(
+        "UPDATE audit SET detail = '{{\"x\":1}}' WHERE seq = {edited}"
+    ));
     let v = f.ledger.verify(None)?;
     assert_eq!(
         (v.first_bad_seq, v.problem.clone()),
-        (Some(77_777), Some(ChainProblem::HashMismatch))
+        (Some(edited), Some(ChainProblem::HashMismatch))
     );
     assert_eq!(f.verify_in_sql(), rust_verdict(&v));
     Ok(())
@@ -892,7 +904,7 @@ engine_tests! {
     the_audit_query_filters_by_subtree_and_time,
     explain_traces_a_posture_back_to_the_operators_grant_row,
     explain_names_the_grant_a_posture_came_from_when_a_later_grant_shares_its_millisecond,
-    the_rust_verifier_and_the_sql_query_agree_on_a_ledger_of_100_000_rows,
+    the_rust_verifier_and_the_sql_query_agree_on_a_large_ledger,
     the_empty_trails_head_is_checked_too,
     two_cascades_from_one_root_have_different_revocation_ids,
     a_local_revoke_and_a_global_revoke_each_have_an_identifier_of_their_own,

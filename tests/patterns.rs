@@ -449,10 +449,9 @@ fn a_stored_pattern_the_new_rules_refuse_admits_nothing_and_is_flagged(
 ) -> TestResult {
     let f = fixture!(engine);
     let s = session_with(&f, &[])?;
-    f.sql().execute(
+    f.exec(
         "INSERT INTO command_patterns (session_id, pattern, added_by, added_at)
          VALUES ('s', 'npm test; npm run lint', 'old', '2026-01-01T00:00:00.000Z')",
-        [],
     )?;
     let listed = f.ledger.patterns(s)?;
     assert!(listed[0]

@@ -246,7 +246,7 @@ fn many_threads_of_mixed_operations_never_see_busy_and_leave_the_rules_intact() 
             _ => {}
         }
     }
-    let conn = common::raw(ledger.path());
+    let conn = common::raw(&f.dir.path().join("ledger.db"));
     let mut stmt = conn.prepare("SELECT session_id FROM postures")?;
     let holders: Vec<String> = stmt
         .query_map([], |r| r.get(0))?

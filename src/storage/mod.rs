@@ -20,6 +20,8 @@
 mod audit;
 mod grants;
 mod labels;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod postures;
 mod sessions;
 mod sqlite;
@@ -82,6 +84,9 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// Where the ledger is.
     fn location(&self) -> &Location;
 
+    /// The newest schema version of this engine that this build knows.
+    fn schema_version(&self) -> i64;
+
     /// True for a handle opened with [`Config::read_only`]: every write fails with
     /// [`StorageError::ReadOnly`](crate::StorageError::ReadOnly) before it begins.
     fn is_read_only(&self) -> bool;
@@ -107,16 +112,34 @@ pub(crate) struct Storage {
 }
 
 impl Storage {
-    /// Opens the ledger at `path` with `config`.
-    pub(crate) fn open(path: &Path, config: &Config) -> Result<Storage> {
-        Ok(Storage {
-            engine: Box::new(sqlite::Sqlite::open(path, config)?),
-        })
+    /// Opens the ledger `target` names with `config`: a `postgres://` or `postgresql://` URL
+    /// on a server, anything else the path of a SQLite file.
+    pub(crate) fn open(target: &Path, config: &Config) -> Result<Storage> {
+        let url = target.to_str().filter(|t| is_url(t));
+        let engine: Box<dyn Engine> = match url {
+            #[cfg(feature = "postgres")]
+            Some(url) => Box::new(postgres::Postgres::open(url, config)?),
+            #[cfg(not(feature = "postgres"))]
+            Some(_) => {
+                return Err(crate::error::InputError::InvalidConfig(
+                    "this build has no PostgreSQL engine (the `postgres` feature is off)"
+                        .to_owned(),
+                )
+                .into())
+            }
+            None => Box::new(sqlite::Sqlite::open(target, config)?),
+        };
+        Ok(Storage { engine })
     }
 
     /// Where the ledger is.
     pub(crate) fn location(&self) -> &Location {
         self.engine.location()
+    }
+
+    /// The schema version of the engine this build reads and writes.
+    pub(crate) fn schema_version(&self) -> i64 {
+        self.engine.schema_version()
     }
 
     /// True for a handle opened with [`Config::read_only`].
@@ -166,7 +189,18 @@ fn called_twice() -> Error {
     Corruption::new("the storage engine did not run a transaction's work exactly once").into()
 }
 
-/// The newest schema version this build's engine reads and writes.
+/// True when `target` names a PostgreSQL server rather than a SQLite file.
+pub(crate) fn is_url(target: &str) -> bool {
+    target.starts_with("postgres://") || target.starts_with("postgresql://")
+}
+
+/// The newest schema version of the SQLite engine this build reads and writes.
 pub(crate) fn supported_version() -> i64 {
     sqlite::supported_version()
+}
+
+impl From<r2d2::Error> for Error {
+    fn from(e: r2d2::Error) -> Self {
+        crate::error::EngineError::new("connection pool", false, e).into()
+    }
 }

@@ -23,7 +23,12 @@ pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 pub enum Engine {
     /// A SQLite file in a temporary folder.
     Sqlite,
+    /// A schema of its own in the PostgreSQL database `SESSION_LEDGER_TEST_POSTGRES` names.
+    Postgres,
 }
+
+pub mod postgres_place;
+use postgres_place::Place;
 
 /// Runs each named test once per engine: `fn NAME(engine: Engine) -> TestResult` becomes the
 /// test `sqlite::NAME` (and one per further engine), so the test output names the engine. A
@@ -36,6 +41,14 @@ macro_rules! engine_tests {
                 #[test]
                 fn $name() -> super::common::TestResult {
                     super::$name(super::common::Engine::Sqlite)
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() -> super::common::TestResult {
+                    super::$name(super::common::Engine::Postgres)
                 }
             )*
         }
@@ -57,11 +70,13 @@ macro_rules! fixture {
     };
 }
 
-/// A fresh ledger in a file of its own; the directory lives as long as the returned guard.
+/// A fresh ledger in a place of its own (a file in a temporary folder, or a database schema),
+/// which lives as long as the fixture.
 pub struct Fixture {
-    pub dir: TempDir,
     pub ledger: Ledger,
+    pub dir: TempDir,
     pub engine: Engine,
+    place: Option<Place>,
 }
 
 impl Fixture {
@@ -79,22 +94,43 @@ impl Fixture {
     /// (the test then passes having said so).
     pub fn on(engine: Engine, config: Config) -> Option<Fixture> {
         let dir = tempfile::tempdir().expect("temp dir");
-        let ledger = match engine {
-            Engine::Sqlite => Ledger::open_with(dir.path().join("ledger.db"), config),
-        }
-        .expect("open a fresh ledger");
-        Some(Fixture {
+        let place = match engine {
+            Engine::Sqlite => None,
+            Engine::Postgres => Some(Place::new()?),
+        };
+        let fixture = Fixture {
+            ledger: Ledger::open_with(Fixture::target_of(&dir, &place), config)
+                .expect("open a fresh ledger"),
             dir,
-            ledger,
             engine,
-        })
+            place,
+        };
+        Some(fixture)
+    }
+
+    fn target_of(dir: &TempDir, place: &Option<Place>) -> String {
+        match place {
+            Some(place) => place.url(),
+            None => dir.path().join("ledger.db").display().to_string(),
+        }
+    }
+
+    /// What `session-ledger --db` and `Ledger::open` take to open this ledger: the file's path,
+    /// or the database's URL.
+    pub fn target(&self) -> String {
+        Fixture::target_of(&self.dir, &self.place)
     }
 
     /// Opens the same ledger again, as another handle or process would.
     pub fn reopen(&self, config: Config) -> Ledger {
-        match self.engine {
-            Engine::Sqlite => Ledger::open_with(self.path(), config).expect("reopen the ledger"),
-        }
+        Ledger::open_with(self.target(), config).expect("reopen the ledger")
+    }
+
+    /// The PostgreSQL schema of this ledger.
+    fn place(&self) -> &Place {
+        self.place
+            .as_ref()
+            .expect("a PostgreSQL ledger has a place")
     }
 
     /// The SQLite ledger's file.
@@ -114,18 +150,19 @@ impl Fixture {
 
     /// How many rows the table has.
     pub fn count(&self, table: &str) -> i64 {
-        match self.engine {
-            Engine::Sqlite => self
-                .sql()
-                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-                .expect("count"),
-        }
+        let rows = self.query(&format!("SELECT count(*) FROM {table}"));
+        rows[0][0]
+            .as_deref()
+            .expect("a count")
+            .parse()
+            .expect("a number")
     }
 
     /// Every row of every table, as text, to compare a ledger before and after.
     pub fn snapshot(&self) -> Vec<String> {
         match self.engine {
             Engine::Sqlite => cli::dump(&self.path()).expect("read every table"),
+            Engine::Postgres => self.place().dump(),
         }
     }
 
@@ -142,6 +179,7 @@ impl Fixture {
                 }
                 done.map_err(|e| e.to_string())
             }
+            Engine::Postgres => self.place().exec(sql),
         }
     }
 
@@ -156,6 +194,7 @@ impl Fixture {
                 conn.execute_batch(&format!("BEGIN; {drops} {sql}; {creates} COMMIT;"))
                     .expect(sql);
             }
+            Engine::Postgres => self.place().tamper(sql),
         }
     }
 
@@ -186,6 +225,7 @@ impl Fixture {
                     .expect(sql);
                 rows.collect::<rusqlite::Result<Vec<_>>>().expect(sql)
             }
+            Engine::Postgres => self.place().query(sql),
         }
     }
 
@@ -195,6 +235,7 @@ impl Fixture {
     pub fn verify_in_sql(&self) -> Option<(i64, String)> {
         let out = match self.engine {
             Engine::Sqlite => run_sqlite3(&self.path(), &doc_query("verify-chain").sql, &[]),
+            Engine::Postgres => self.place().verify_in_psql(),
         };
         let line = out.lines().nth(1)?;
         let (seq, problem) = line.split_once('|').expect("seq|problem");
@@ -211,6 +252,7 @@ impl Fixture {
                 ];
                 run_sqlite3(&self.path(), &doc_query("check-head").sql, &params)
             }
+            Engine::Postgres => self.place().check_head_in_psql(head.seq, &head.hash),
         };
         out.lines().nth(1).expect("one row").to_owned()
     }

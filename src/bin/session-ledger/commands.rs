@@ -148,8 +148,8 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
 fn init(ctx: &Context<'_>) -> Result<Report, CliError> {
     let ledger = Ledger::open_with(ctx.db, cli_config())?;
     Ok(Report::Ready {
-        path: ledger.path().to_path_buf(),
-        schema_version: session_ledger::schema_version(),
+        location: ledger.location().to_string(),
+        schema_version: ledger.schema_version(),
     })
 }
 

@@ -7,7 +7,6 @@ mod authority;
 mod sessions;
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use serde_json::json;
 use session_ledger::{
@@ -25,7 +24,10 @@ use sessions::{describe_state, label_words};
 #[derive(Debug)]
 pub enum Report {
     /// `init`: the file, and the schema it is at.
-    Ready { path: PathBuf, schema_version: i64 },
+    Ready {
+        location: String,
+        schema_version: i64,
+    },
     /// `create`.
     Created(Created),
     /// `state`.
@@ -95,18 +97,13 @@ pub enum Report {
 pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), CliError> {
     match report {
         Report::Ready {
-            path,
+            location,
             schema_version,
         } => emit(
             out,
             json,
-            &json!({ "path": path, "schema_version": schema_version }),
-            || {
-                format!(
-                    "ledger ready at {} (schema version {schema_version})",
-                    path.display()
-                )
-            },
+            &json!({ "path": location, "schema_version": schema_version }),
+            || format!("ledger ready at {location} (schema version {schema_version})"),
         ),
         Report::Created(created) => sessions::print_created(out, json, created),
         Report::State(state) => emit(out, json, state, || describe_state(state)),

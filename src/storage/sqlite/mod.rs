@@ -115,6 +115,10 @@ impl Engine for Sqlite {
         &self.location
     }
 
+    fn schema_version(&self) -> i64 {
+        migrate::supported_version()
+    }
+
     fn is_read_only(&self) -> bool {
         self.read_only
     }
@@ -153,12 +157,6 @@ impl From<rusqlite::Error> for Error {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
         );
         EngineError::new("sqlite", busy, e).into()
-    }
-}
-
-impl From<r2d2::Error> for Error {
-    fn from(e: r2d2::Error) -> Self {
-        EngineError::new("connection pool", false, e).into()
     }
 }
 

@@ -1,0 +1,217 @@
+//! The `audit` table on PostgreSQL: its head, its rows by ranges of `seq`, and appending one.
+//!
+//! What a row means, and the chain's hash, are the audit concept's: this file stores and reads.
+//! A time is hashed in its stored text form, `YYYY-MM-DDTHH:MM:SS.sssZ`: the walk gives it in
+//! that form, exactly as `format_ts` writes the time that was appended.
+
+use postgres::Row;
+
+use super::columns::Time;
+use super::sessions::subtree_walk;
+use super::{Conn, Tx};
+use crate::clock::format_ts;
+use crate::error::{Corruption, Error, Result};
+use crate::model::{AuditEntry, AuditHead, AuditKind};
+use crate::storage::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow};
+
+/// The newest row's seq and hash: `max(seq)` is one descent of the primary key.
+pub(super) const HEAD: &str =
+    "SELECT seq, hash FROM audit WHERE seq = (SELECT max(seq) FROM audit)";
+
+/// The newest row's time, found as [`HEAD`] finds its hash.
+pub(super) const LATEST_TIME: &str =
+    "SELECT at FROM audit WHERE seq = (SELECT max(seq) FROM audit)";
+
+/// From which seq the trail's times are known to be in order.
+pub(super) const ORDERED_FROM: &str = "SELECT ordered_from FROM audit_time_order WHERE id = 1";
+
+/// The first row at or after a seq, with its time: one probe of the binary search by time.
+pub(super) const PROBE: &str = "SELECT seq, at FROM audit WHERE seq >= $1 ORDER BY seq LIMIT 1";
+
+/// Every row from a seq on, oldest first, read a slice at a time so that a walk holds a few
+/// rows in memory, not the trail.
+pub(super) const WALK: &str = "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash
+       FROM audit WHERE seq >= $1 ORDER BY seq LIMIT 1024";
+
+/// The listing's statement, with `$narrow` first in its `WHERE` clause: one range of seqs,
+/// `$7 <= seq < $8`, newest first, then the optional filters, each `$n IS NULL OR ...`.
+/// `$narrow` repeats the session or subtree filter in a form `audit_by_session` answers.
+macro_rules! list_sql {
+    ($narrow:literal) => {
+        concat!(
+            subtree_walk!("id = $3::text"),
+            "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash FROM (
+                 SELECT * FROM audit
+                  WHERE ",
+            $narrow,
+            " seq >= $6 AND seq < $7
+                    AND ($1::text IS NULL OR session_id = $1)
+                    AND ($2::text IS NULL OR kind = $2)
+                    AND ($3::text IS NULL OR session_id IN (SELECT id FROM subtree))
+                    AND ($4::timestamptz IS NULL OR at >= $4)
+                    AND ($5::timestamptz IS NULL OR at < $5)
+                  ORDER BY seq DESC
+                  LIMIT $8
+             ) AS listed ORDER BY seq"
+        )
+    };
+}
+
+/// A listing that names a session: its rows, through `audit_by_session`.
+pub(super) const LIST_BY_SESSION: &str = list_sql!("session_id = $1 AND");
+
+/// A listing that names a subtree: its sessions' rows, through `audit_by_session`.
+pub(super) const LIST_BY_SUBTREE: &str = list_sql!("session_id IN (SELECT id FROM subtree) AND");
+
+/// Any other listing: a range of seqs, through the primary key.
+pub(super) const LIST: &str = list_sql!("");
+
+/// A row of [`WALK`] or a listing, as stored.
+fn chain_row(row: &Row) -> Result<ChainRow> {
+    let at: Time = row.try_get("at")?;
+    Ok(ChainRow {
+        seq: row.try_get("seq")?,
+        at: format_ts(at),
+        actor: row.try_get("actor")?,
+        kind: row.try_get("kind")?,
+        session: row.try_get("session_id")?,
+        detail: row.try_get("detail")?,
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+/// A listed row, read back into its values.
+fn entry_of(row: &Row) -> Result<AuditEntry> {
+    let seq: i64 = row.try_get("seq")?;
+    let detail: String = row.try_get("detail")?;
+    let detail = serde_json::from_str(&detail).map_err(|e| {
+        Error::from(Corruption::new(format!(
+            "audit row {seq} has a detail that is not JSON: {e}"
+        )))
+    })?;
+    let kind: String = row.try_get("kind")?;
+    let kind: AuditKind = kind.parse().map_err(|_| {
+        Error::from(Corruption::new(format!(
+            "audit row {seq} has the unknown kind {kind:?}"
+        )))
+    })?;
+    Ok(AuditEntry {
+        seq,
+        at: row.try_get("at")?,
+        actor: row.try_get("actor")?,
+        kind,
+        session: row.try_get("session_id")?,
+        detail,
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+impl AuditReads for Conn<'_> {
+    fn audit_head(&mut self) -> Result<AuditHead> {
+        Ok(match self.row(HEAD, &[])? {
+            Some(row) => AuditHead {
+                seq: row.try_get("seq")?,
+                hash: row.try_get("hash")?,
+            },
+            None => AuditHead::genesis(),
+        })
+    }
+
+    fn latest_audit_time(&mut self) -> Result<Option<Time>> {
+        match self.row(LATEST_TIME, &[])? {
+            Some(row) => Ok(Some(row.try_get("at")?)),
+            None => Ok(None),
+        }
+    }
+
+    fn audit_ordered_from(&mut self) -> Result<Option<i64>> {
+        match self.row(ORDERED_FROM, &[])? {
+            Some(row) => Ok(Some(row.try_get("ordered_from")?)),
+            None => Ok(None),
+        }
+    }
+
+    fn audit_probe(&mut self, seq: i64) -> Result<Option<(i64, Time)>> {
+        match self.row(PROBE, &[&seq])? {
+            Some(row) => Ok(Some((row.try_get("seq")?, row.try_get("at")?))),
+            None => Ok(None),
+        }
+    }
+
+    fn audit_rows(&mut self, filter: &AuditFilter<'_>) -> Result<Vec<AuditEntry>> {
+        let sql = if filter.session.is_some() {
+            LIST_BY_SESSION
+        } else if filter.subtree.is_some() {
+            LIST_BY_SUBTREE
+        } else {
+            LIST
+        };
+        let session = filter.session.map(|id| id.as_str());
+        let kind = filter.kind.map(AuditKind::as_str);
+        let subtree = filter.subtree.map(|id| id.as_str());
+        let limit: Option<i64> = filter.limit.map(i64::from);
+        let rows = self.rows(
+            sql,
+            &[
+                &session,
+                &kind,
+                &subtree,
+                &filter.since,
+                &filter.until,
+                &filter.from,
+                &filter.to,
+                &limit,
+            ],
+        )?;
+        rows.iter().map(entry_of).collect()
+    }
+
+    fn audit_walk(
+        &mut self,
+        from: i64,
+        each: &mut dyn FnMut(ChainRow) -> Result<()>,
+    ) -> Result<()> {
+        let mut next = from;
+        loop {
+            let rows = self.rows(WALK, &[&next])?;
+            let Some(last) = rows.last() else {
+                return Ok(());
+            };
+            let last_seq: i64 = last.try_get("seq")?;
+            let full = rows.len() == 1024;
+            for row in &rows {
+                each(chain_row(row)?)?;
+            }
+            if !full {
+                return Ok(());
+            }
+            next = last_seq.saturating_add(1);
+        }
+    }
+}
+
+/// Appends one row.
+pub(super) const APPEND: &str =
+    "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+
+impl AuditWrites for Tx<'_> {
+    fn append_audit(&mut self, row: &NewAuditRow<'_>) -> Result<()> {
+        self.read.execute(
+            APPEND,
+            &[
+                &row.seq,
+                &row.at,
+                &row.actor,
+                &row.kind.as_str(),
+                &row.session,
+                &row.detail,
+                &row.prev_hash,
+                &row.hash,
+            ],
+        )?;
+        Ok(())
+    }
+}

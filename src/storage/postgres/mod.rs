@@ -1,0 +1,304 @@
+//! The PostgreSQL engine: one ledger in one database schema, shared by every node of a
+//! deployment, through a pool of connections per process.
+//!
+//! Reads run on a pooled connection; a snapshot is one `REPEATABLE READ READ ONLY` transaction.
+//! Every write is one `READ COMMITTED` transaction whose first statement takes the ledger's
+//! transaction-level advisory lock (`pg_advisory_xact_lock`), so writers queue on one lock
+//! across processes and machines, as they queue on SQLite's write lock: a create and a cascade
+//! never interleave (rule R3), and the audit trail stays one chain in one total order. Each
+//! statement after the lock reads what the writer before committed. A transaction the server
+//! aborts to break a deadlock or a serialization conflict (a hand edit holding rows, say) is run
+//! again, a bounded number of times, and never surfaces as an error while the budget lasts. The
+//! strategy is written down in `docs/postgres.md`; the schema, with the triggers that keep the
+//! storage contract, is `migrations/postgres/`.
+//!
+//! Every statement is a constant next to the function that runs it, prepared once per
+//! connection; every value a bound parameter; every row read by column name. The engine knows
+//! no rule of the ledger and no handle that calls it.
+
+mod audit;
+mod columns;
+mod grants;
+mod labels;
+mod migrate;
+mod open;
+mod postures;
+mod sessions;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use postgres::types::ToSql;
+use postgres::{IsolationLevel, Row, Statement};
+
+use super::{Engine, FileReads, Read, Write};
+use crate::error::{EngineError, Error, Location, Result, StorageError};
+use crate::model::CheckReport;
+
+/// A ledger in a PostgreSQL database.
+pub(crate) struct Postgres {
+    pool: r2d2::Pool<open::Manager>,
+    location: Location,
+    read_only: bool,
+    /// How long a writer waits for the ledger's lock, as `lock_timeout`.
+    lock_timeout: String,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("location", &self.location)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+/// A pooled connection and the statements prepared on it.
+pub(super) struct PgConn {
+    client: postgres::Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+/// What a statement runs on: the connection itself, or a transaction on it.
+enum On<'c> {
+    Client(&'c mut postgres::Client),
+    Transaction(postgres::Transaction<'c>),
+}
+
+/// The reads of the storage interface, on one connection or inside a transaction on it.
+pub(super) struct Conn<'c> {
+    on: On<'c>,
+    statements: &'c mut HashMap<&'static str, Statement>,
+}
+
+/// The writes of the storage interface, inside one write transaction holding the ledger's lock.
+pub(super) struct Tx<'c> {
+    read: Conn<'c>,
+}
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+impl Conn<'_> {
+    /// `sql`, prepared on this connection the first time it runs.
+    fn statement(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = match &mut self.on {
+            On::Client(client) => client.prepare(sql)?,
+            On::Transaction(tx) => tx.prepare(sql)?,
+        };
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+
+    /// The rows `sql` returns.
+    fn rows(&mut self, sql: &'static str, params: Params<'_>) -> Result<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(match &mut self.on {
+            On::Client(client) => client.query(&statement, params)?,
+            On::Transaction(tx) => tx.query(&statement, params)?,
+        })
+    }
+
+    /// The one row `sql` returns, if any.
+    fn row(&mut self, sql: &'static str, params: Params<'_>) -> Result<Option<Row>> {
+        let statement = self.statement(sql)?;
+        Ok(match &mut self.on {
+            On::Client(client) => client.query_opt(&statement, params)?,
+            On::Transaction(tx) => tx.query_opt(&statement, params)?,
+        })
+    }
+
+    /// Runs `sql` and returns how many rows it changed.
+    fn execute(&mut self, sql: &'static str, params: Params<'_>) -> Result<u64> {
+        let statement = self.statement(sql)?;
+        Ok(match &mut self.on {
+            On::Client(client) => client.execute(&statement, params)?,
+            On::Transaction(tx) => tx.execute(&statement, params)?,
+        })
+    }
+
+    /// The first column of every row of `sql`, as text: for statements built from catalog
+    /// names (quoted identifiers, no value), run unprepared.
+    fn query_text(&mut self, sql: &str) -> Result<Vec<String>> {
+        let messages = match &mut self.on {
+            On::Client(client) => client.simple_query(sql)?,
+            On::Transaction(tx) => tx.simple_query(sql)?,
+        };
+        Ok(messages
+            .into_iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Runs statements that take no parameters, as one batch (not prepared).
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        match &mut self.on {
+            On::Client(client) => client.batch_execute(sql)?,
+            On::Transaction(tx) => tx.batch_execute(sql)?,
+        }
+        Ok(())
+    }
+}
+
+impl Write for Tx<'_> {
+    fn read(&mut self) -> &mut dyn Read {
+        &mut self.read
+    }
+
+    fn savepoint(&mut self) -> Result<()> {
+        self.read.batch("SAVEPOINT undo")
+    }
+
+    fn rollback_to_savepoint(&mut self) -> Result<()> {
+        self.read
+            .batch("ROLLBACK TO SAVEPOINT undo; RELEASE SAVEPOINT undo")
+    }
+
+    fn release_savepoint(&mut self) -> Result<()> {
+        self.read.batch("RELEASE SAVEPOINT undo")
+    }
+}
+
+impl FileReads for Conn<'_> {
+    fn check(&mut self) -> Result<CheckReport> {
+        migrate::integrity(self)
+    }
+}
+
+/// The key of the ledger's advisory lock: every write transaction takes it first. One key for
+/// every ledger of a database: a database holds one ledger.
+const WRITE_LOCK: &str = "SELECT pg_advisory_xact_lock(7814902317660418407)";
+
+/// How long a writer waits for the lock: the config's busy timeout, for this transaction only.
+const LOCK_TIMEOUT: &str = "SELECT set_config('lock_timeout', $1, true)";
+
+/// How many times a write transaction the server aborted for a deadlock or a serialization
+/// conflict is run before the failure is reported.
+const WRITE_ATTEMPTS: u32 = 8;
+
+/// True for a failure that running the same transaction again may not meet: the server broke a
+/// deadlock by aborting it (`40P01`), or could not serialize it (`40001`).
+fn worth_retrying(e: &Error) -> bool {
+    matches!(
+        sql_state(e).map(|code| code.code()),
+        Some("40001" | "40P01")
+    )
+}
+
+impl Engine for Postgres {
+    fn location(&self) -> &Location {
+        &self.location
+    }
+
+    fn schema_version(&self) -> i64 {
+        migrate::supported_version()
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn read(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()> {
+        let mut pooled = self.pool.get()?;
+        let PgConn { client, statements } = &mut *pooled;
+        let mut conn = Conn {
+            on: On::Client(client),
+            statements,
+        };
+        f(&mut conn)
+    }
+
+    fn snapshot(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()> {
+        let mut pooled = self.pool.get()?;
+        let PgConn { client, statements } = &mut *pooled;
+        let tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let mut conn = Conn {
+            on: On::Transaction(tx),
+            statements,
+        };
+        f(&mut conn)?;
+        if let On::Transaction(tx) = conn.on {
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    fn write(&self, f: &mut dyn FnMut(&mut dyn Write) -> Result<()>) -> Result<()> {
+        if self.read_only {
+            return Err(StorageError::ReadOnly(self.location.clone()).into());
+        }
+        let mut pooled = self.pool.get()?;
+        let mut attempt = 1;
+        loop {
+            let PgConn { client, statements } = &mut *pooled;
+            let tx = client
+                .build_transaction()
+                .isolation_level(IsolationLevel::ReadCommitted)
+                .start()?;
+            let mut write = Tx {
+                read: Conn {
+                    on: On::Transaction(tx),
+                    statements,
+                },
+            };
+            let done = self.run_write(&mut write, f);
+            let done = match (done, write.read.on) {
+                (Ok(()), On::Transaction(tx)) => tx.commit().map_err(Error::from),
+                (Err(e), On::Transaction(tx)) => {
+                    // Dropping a transaction rolls it back; say so to the server now.
+                    tx.rollback().ok();
+                    Err(e)
+                }
+                (done, On::Client(_)) => done,
+            };
+            match done {
+                Err(e) if attempt < WRITE_ATTEMPTS && worth_retrying(&e) => {
+                    std::thread::sleep(Duration::from_millis(1 << attempt));
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+}
+
+impl Postgres {
+    /// The lock first, then `f`.
+    fn run_write(
+        &self,
+        write: &mut Tx<'_>,
+        f: &mut dyn FnMut(&mut dyn Write) -> Result<()>,
+    ) -> Result<()> {
+        write.read.row(LOCK_TIMEOUT, &[&self.lock_timeout])?;
+        write.read.row(WRITE_LOCK, &[])?;
+        f(write)
+    }
+}
+
+impl From<postgres::Error> for Error {
+    fn from(e: postgres::Error) -> Self {
+        // A lock not obtained within lock_timeout is the busy of this engine.
+        let busy = e.code().is_some_and(|c| c.code() == "55P03");
+        EngineError::new("postgres", busy, e).into()
+    }
+}
+
+/// The SQLSTATE of an error from the server, when it has one.
+fn sql_state(e: &Error) -> Option<&postgres::error::SqlState> {
+    match e {
+        Error::Storage(StorageError::Engine(engine)) => engine
+            .inner()
+            .downcast_ref::<postgres::Error>()
+            .and_then(postgres::Error::code),
+        _ => None,
+    }
+}

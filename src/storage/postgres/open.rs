@@ -1,0 +1,159 @@
+//! Opening a ledger on a server: the URL, the setup connection that checks what the database
+//! holds and migrates it, and the pool built around that connection. Nothing here reads a table
+//! that grows with the ledger. The password in a URL is never written anywhere: not in a
+//! [`Location`], an error, or a log.
+
+use std::sync::Mutex;
+
+use postgres::config::Host;
+use postgres::NoTls;
+use r2d2_postgres::PostgresConnectionManager;
+
+use super::{migrate, PgConn, Postgres};
+use crate::config::Config;
+use crate::error::{Error, InputError, Location, Result, StorageError};
+
+/// Where the ledger is, as it may be shown: the user, the hosts (a socket folder as `host=`),
+/// the ports and the database, and no password.
+fn describe(config: &postgres::Config) -> Location {
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let mut tcp = Vec::new();
+    let mut sockets = Vec::new();
+    let ports = config.get_ports();
+    for (i, host) in config.get_hosts().iter().enumerate() {
+        let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+        match host {
+            Host::Tcp(name) => tcp.push(format!("{name}:{port}")),
+            Host::Unix(path) => sockets.push(format!("{} port {port}", path.display())),
+        }
+    }
+    let db = config.get_dbname().unwrap_or("");
+    let mut text = format!("postgresql://{user}{}/{db}", tcp.join(","));
+    if !sockets.is_empty() {
+        text.push_str(&format!(" (socket {})", sockets.join(", ")));
+    }
+    Location::Server(text)
+}
+
+/// The pool's connection manager: r2d2_postgres's, with three changes, as the SQLite engine's.
+///
+/// * Its first connection is the setup connection [`Postgres::open`] checked and migrated.
+/// * A read-only handle's connections refuse every write (`default_transaction_read_only`).
+/// * Each connection carries the statements prepared on it.
+pub(super) struct Manager {
+    inner: PostgresConnectionManager<NoTls>,
+    first: Mutex<Option<PgConn>>,
+    read_only: bool,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = PgConn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<PgConn, postgres::Error> {
+        // A poisoned lock only means a thread panicked holding it: the slot is full or empty.
+        let first = self
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(conn) = first {
+            return Ok(conn);
+        }
+        let mut client = self.inner.connect()?;
+        configure(&mut client, self.read_only)?;
+        Ok(PgConn {
+            client,
+            statements: Default::default(),
+        })
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> Result<(), postgres::Error> {
+        self.inner.is_valid(&mut conn.client)
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        self.inner.has_broken(&mut conn.client)
+    }
+}
+
+/// The session settings of every connection: UTC, so that a time read back is the time stored
+/// whatever the server's zone; and, for a read-only handle, no write at all.
+fn configure(client: &mut postgres::Client, read_only: bool) -> Result<(), postgres::Error> {
+    client.batch_execute("SET TIME ZONE 'UTC'")?;
+    if read_only {
+        client.batch_execute("SET default_transaction_read_only = on")?;
+    }
+    Ok(())
+}
+
+/// Refuses settings the pool cannot take, before anything is opened.
+fn check_config(config: &Config) -> Result<()> {
+    if config.pool_size == 0 {
+        return Err(InputError::InvalidConfig("pool_size must be at least 1".to_owned()).into());
+    }
+    Ok(())
+}
+
+impl Postgres {
+    /// Opens the ledger in the database `url` names (its `search_path`'s first schema), checks
+    /// that it is a ledger this build can read (or an empty schema to make one in), migrates it
+    /// if it is older, and builds the pool around the connection that did this.
+    pub(crate) fn open(url: &str, config: &Config) -> Result<Postgres> {
+        check_config(config)?;
+        // The parser's message quotes no part of the URL, so no password can leak through it.
+        let pg: postgres::Config = url.parse().map_err(|e: postgres::Error| {
+            Error::from(InputError::InvalidConfig(format!(
+                "not a PostgreSQL URL: {e}"
+            )))
+        })?;
+        let location = describe(&pg);
+        let mut client = pg.connect(NoTls)?;
+        configure(&mut client, config.read_only)?;
+        match migrate::check(&mut client, &location)? {
+            migrate::Found::Ledger { version } if version == migrate::supported_version() => {}
+            found if config.read_only => return Err(read_only_refusal(found, &location)),
+            migrate::Found::Empty if !config.create_if_missing => {
+                return Err(StorageError::NoLedger(location).into())
+            }
+            _ => migrate::run(&mut client, &location)?,
+        }
+        let manager = Manager {
+            inner: PostgresConnectionManager::new(pg, NoTls),
+            first: Mutex::new(Some(PgConn {
+                client,
+                statements: Default::default(),
+            })),
+            read_only: config.read_only,
+        };
+        // As the SQLite engine's pool: no check on checkout, connections opened when needed.
+        let pool = r2d2::Pool::builder()
+            .max_size(config.pool_size)
+            .min_idle(Some(0))
+            .test_on_check_out(false)
+            .build(manager)?;
+        Ok(Postgres {
+            pool,
+            location,
+            read_only: config.read_only,
+            lock_timeout: format!("{}ms", config.busy_timeout.as_millis().max(1)),
+        })
+    }
+}
+
+/// Why a read-only handle cannot open what it found: it neither creates nor upgrades a ledger.
+fn read_only_refusal(found: migrate::Found, location: &Location) -> Error {
+    match found {
+        migrate::Found::Empty => StorageError::NotALedger(location.clone()).into(),
+        migrate::Found::Ledger { version } => InputError::InvalidConfig(format!(
+            "read_only: the ledger at {location} is at schema version {version}, older than the \
+             {} this build reads, and a read-only open does not upgrade it; open it once with \
+             write access to upgrade it",
+            migrate::supported_version()
+        ))
+        .into(),
+    }
+}

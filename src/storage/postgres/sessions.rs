@@ -1,0 +1,217 @@
+//! The `sessions` table and the walks over `created_by`, on PostgreSQL.
+//!
+//! The bounds on creating and the recording of spawned ids are the sessions concept's.
+
+use super::columns::{
+    depth, int, posture_columns, posture_of, session_columns, session_of, taint, Time,
+};
+use super::{Conn, Tx};
+use crate::error::Result;
+use crate::model::{Id, Label, Session};
+use crate::storage::{CreationCounts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop};
+
+/// The session with this id, ended or not: a primary-key search.
+pub(super) const SESSION: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions AS s WHERE s.id = $1"
+);
+
+/// The creators of a session, nearest first, up to its root. Each step is a search of the
+/// creator by primary key; the anchor is a scalar subquery by key, so no planner joins it.
+pub(super) const ANCESTORS: &str = concat!(
+    "WITH RECURSIVE ancestors (hops, id) AS (
+         SELECT 1, (SELECT created_by FROM sessions WHERE id = $1)
+         UNION ALL
+         SELECT ancestors.hops + 1, (SELECT created_by FROM sessions WHERE id = ancestors.id)
+           FROM ancestors WHERE ancestors.id IS NOT NULL
+     )
+     SELECT ",
+    session_columns!(),
+    " FROM ancestors JOIN sessions AS s ON s.id = ancestors.id ORDER BY ancestors.hops"
+);
+
+/// The sessions a session created or spawned, in the order the ledger recorded them.
+pub(super) const CHILDREN: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions AS s WHERE s.created_by = $1 ORDER BY s.seq"
+);
+
+/// The `WITH` clause that walks down `created_by` from the session `$anchor` names: `subtree`
+/// holds it and every descendant, created or spawned, at any depth, with every column of
+/// `sessions`. Each step searches the children of the rows found so far through
+/// `sessions_by_creator`.
+macro_rules! subtree_walk {
+    ($anchor:literal) => {
+        concat!(
+            "WITH RECURSIVE subtree AS (
+                 SELECT seq, id, created_by, depth, origin, created_at, ended_at
+                   FROM sessions WHERE ",
+            $anchor,
+            "
+                 UNION ALL
+                 SELECT s.seq, s.id, s.created_by, s.depth, s.origin, s.created_at, s.ended_at
+                   FROM subtree JOIN sessions AS s ON s.created_by = subtree.id
+             ) "
+        )
+    };
+}
+pub(super) use subtree_walk;
+
+/// A session and every descendant, in the order recorded.
+pub(super) const SUBTREE: &str = concat!(
+    subtree_walk!("id = $1"),
+    "SELECT ",
+    session_columns!(),
+    " FROM subtree AS s ORDER BY s.seq"
+);
+
+/// A tree view's columns after the [`subtree_walk!`]: the session, its label and its posture
+/// row, each found by primary key, in the order recorded.
+macro_rules! tree_view {
+    ($anchor:literal) => {
+        concat!(
+            subtree_walk!($anchor),
+            "SELECT ",
+            session_columns!(),
+            ", l.taint, l.untrusted, ",
+            posture_columns!(),
+            "  FROM subtree AS s
+               LEFT JOIN labels AS l ON l.session_id = s.id
+               LEFT JOIN postures AS p ON p.session_id = s.id
+              ORDER BY s.seq"
+        )
+    };
+}
+
+/// The subtree of a session for a tree view, in one statement (one snapshot).
+pub(super) const TREE: &str = tree_view!("id = $1");
+
+/// Every root's subtree for a tree view: the whole ledger, in one statement.
+pub(super) const FOREST: &str = tree_view!("created_by IS NULL");
+
+/// What the creation bounds count about a creator's created children: how many are live (the
+/// partial index `sessions_live_children` holds only those), and how many were created at or
+/// after `$2` (a range of `sessions_by_creator`).
+pub(super) const CREATION_COUNTS: &str = "SELECT (SELECT count(*) FROM sessions
+              WHERE created_by = $1 AND origin = 'created' AND ended_at IS NULL) AS live,
+            (SELECT count(*) FROM sessions
+              WHERE created_by = $1 AND origin = 'created' AND created_at >= $2) AS in_window";
+
+fn sessions(conn: &mut Conn<'_>, sql: &'static str, id: Id<'_>) -> Result<Vec<Session>> {
+    conn.rows(sql, &[&id.as_str()])?
+        .iter()
+        .map(session_of)
+        .collect()
+}
+
+impl SessionReads for Conn<'_> {
+    fn session(&mut self, id: Id<'_>) -> Result<Option<Session>> {
+        self.row(SESSION, &[&id.as_str()])?
+            .as_ref()
+            .map(session_of)
+            .transpose()
+    }
+
+    fn ancestors(&mut self, id: Id<'_>) -> Result<Vec<Session>> {
+        sessions(self, ANCESTORS, id)
+    }
+
+    fn children(&mut self, id: Id<'_>) -> Result<Vec<Session>> {
+        sessions(self, CHILDREN, id)
+    }
+
+    fn subtree(&mut self, id: Id<'_>) -> Result<Vec<Session>> {
+        sessions(self, SUBTREE, id)
+    }
+
+    fn tree(&mut self, top: TreeTop<'_>) -> Result<Vec<TreeRow>> {
+        let rows = match top {
+            TreeTop::Session(id) => self.rows(TREE, &[&id.as_str()])?,
+            TreeTop::Roots => self.rows(FOREST, &[])?,
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let session = session_of(row)?;
+            let stored: Option<String> = row.try_get("taint")?;
+            let label = match (stored, row.try_get::<_, Option<bool>>("untrusted")?) {
+                (Some(word), Some(untrusted)) => Some(Label {
+                    taint: taint(&session.id, &word)?,
+                    untrusted,
+                }),
+                _ => None,
+            };
+            out.push(TreeRow {
+                label,
+                posture: posture_of(row)?,
+                session,
+            });
+        }
+        Ok(out)
+    }
+
+    fn creation_counts(&mut self, creator: Id<'_>, since: Time) -> Result<CreationCounts> {
+        let row = self
+            .row(CREATION_COUNTS, &[&creator.as_str(), &since])?
+            .ok_or_else(|| crate::error::Corruption::new("a count returned no row"))?;
+        let count = |name: &str| -> Result<u32> {
+            let n: i64 = row.try_get(name)?;
+            Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        Ok(CreationCounts {
+            live: count("live")?,
+            in_window: count("in_window")?,
+        })
+    }
+}
+
+/// Records a session.
+pub(super) const INSERT: &str =
+    "INSERT INTO sessions (id, created_by, depth, origin, created_at) VALUES ($1, $2, $3, $4, $5)";
+
+/// Ends a live session.
+pub(super) const END: &str = "UPDATE sessions SET ended_at = $2 WHERE id = $1 AND ended_at IS NULL";
+
+/// Ends a session and every live session reached from it through spawned sessions only.
+pub(super) const END_WITH_SPAWNED: &str = "WITH RECURSIVE spawned (id) AS (
+         SELECT id FROM sessions WHERE id = $1
+         UNION ALL
+         SELECT s.id FROM spawned JOIN sessions AS s ON s.created_by = spawned.id
+          WHERE s.origin = 'spawned'
+     )
+     UPDATE sessions SET ended_at = $2
+      WHERE id IN (SELECT id FROM spawned) AND ended_at IS NULL
+     RETURNING id, depth";
+
+impl SessionWrites for Tx<'_> {
+    fn insert_session(&mut self, new: &NewSession<'_>) -> Result<()> {
+        let created_by = new.created_by.map(Id::as_str);
+        self.read.execute(
+            INSERT,
+            &[
+                &new.id.as_str(),
+                &created_by,
+                &int(new.depth),
+                &new.origin.as_str(),
+                &new.at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn end_session(&mut self, id: Id<'_>, at: Time) -> Result<bool> {
+        Ok(self.read.execute(END, &[&id.as_str(), &at])? == 1)
+    }
+
+    fn end_with_spawned(&mut self, id: Id<'_>, at: Time) -> Result<Vec<String>> {
+        let rows = self.read.rows(END_WITH_SPAWNED, &[&id.as_str(), &at])?;
+        let mut ended = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let ended_id: String = row.try_get("id")?;
+            ended.push((depth(&ended_id, row.try_get("depth")?)?, ended_id));
+        }
+        ended.sort();
+        Ok(ended.into_iter().map(|(_, id)| id).collect())
+    }
+}

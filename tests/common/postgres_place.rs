@@ -1,0 +1,206 @@
+//! A PostgreSQL ledger's place in the tests: a schema of its own in the database that
+//! `SESSION_LEDGER_TEST_POSTGRES` names (`scripts/with-postgres` starts a server and sets it),
+//! dropped with the fixture, and the hand edits and reads an operator could make in psql.
+//!
+//! When the variable is unset, a PostgreSQL test passes without running, and the first one to
+//! find it unset says so on the terminal, once per test program; with
+//! `SESSION_LEDGER_REQUIRE_POSTGRES=1` (as the README's test command sets) it fails instead.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
+
+use postgres::{Client, NoTls, SimpleQueryMessage};
+
+/// The variable naming the test server's database, as the owner role.
+pub const URL_VARIABLE: &str = "SESSION_LEDGER_TEST_POSTGRES";
+
+/// A schema holding one test's ledger.
+pub struct Place {
+    base: String,
+    schema: String,
+}
+
+static SKIPPED: Once = Once::new();
+static PREPARED: Once = Once::new();
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// The server's URL, or `None` when the PostgreSQL tests cannot run here (said once).
+pub fn server() -> Option<String> {
+    match std::env::var(URL_VARIABLE) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("SESSION_LEDGER_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("{URL_VARIABLE} is not set, and SESSION_LEDGER_REQUIRE_POSTGRES=1");
+            }
+            SKIPPED.call_once(|| {
+                // Straight to the terminal: the test harness hides what a passing test prints.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\n*** SKIPPED: the PostgreSQL tests of this program do not run: {URL_VARIABLE} \
+                     is not set (run them with scripts/with-postgres, or the README's test \
+                     command) ***\n"
+                );
+            });
+            None
+        }
+    }
+}
+
+fn connect(url: &str) -> Client {
+    Client::connect(url, NoTls).expect("connect to the test server")
+}
+
+/// `url` with `search_path` set to `schema` first, then `public` (where pgcrypto is).
+fn with_search_path(url: &str, schema: &str) -> String {
+    let join = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{join}options=-c%20search_path%3D{schema}%2Cpublic")
+}
+
+impl Place {
+    /// A new, empty schema; `None` when there is no test server.
+    pub fn new() -> Option<Place> {
+        let base = server()?;
+        let mut admin = connect(&base);
+        PREPARED.call_once(|| {
+            // Every ledger's migration asks for pgcrypto; in `public` it serves them all, and
+            // it outlives the schemas the tests drop.
+            admin
+                .batch_execute(
+                    "SELECT pg_advisory_lock(1);
+                     CREATE EXTENSION IF NOT EXISTS pgcrypto SCHEMA public;
+                     SELECT pg_advisory_unlock(1);",
+                )
+                .expect("pgcrypto in public");
+        });
+        let schema = format!(
+            "test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        admin
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+            ))
+            .expect("a schema for the test");
+        Some(Place { base, schema })
+    }
+
+    /// The ledger's URL.
+    pub fn url(&self) -> String {
+        with_search_path(&self.base, &self.schema)
+    }
+
+    fn client(&self) -> Client {
+        connect(&self.url())
+    }
+
+    /// Every row of `sql`, each value as text (`None` for NULL).
+    pub fn query(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        let messages = self.client().simple_query(sql).expect(sql);
+        messages
+            .into_iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(row) => Some(
+                    (0..row.len())
+                        .map(|i| row.get(i).map(str::to_owned))
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every row of every table of the schema, as text, sorted: to compare before and after.
+    pub fn dump(&self) -> Vec<String> {
+        let tables = self.query(&format!(
+            "SELECT tablename FROM pg_tables WHERE schemaname = '{}' ORDER BY 1",
+            self.schema
+        ));
+        let mut out = Vec::new();
+        for table in tables {
+            let table = table[0].clone().expect("a name");
+            for row in self.query(&format!("SELECT * FROM \"{table}\"")) {
+                out.push(format!("{table}: {row:?}"));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// `sql` in one transaction, as a hand edit in psql: the error is the server's message.
+    pub fn exec(&self, sql: &str) -> Result<(), String> {
+        let mut client = self.client();
+        client
+            .batch_execute(&format!("BEGIN;\n{sql};\nCOMMIT;"))
+            .map_err(|e| match e.as_db_error() {
+                Some(db) => db.message().to_owned(),
+                None => e.to_string(),
+            })
+    }
+
+    /// `sql` with the audit table's triggers switched off, as its owner could; they are on
+    /// again once it returns.
+    pub fn tamper(&self, sql: &str) {
+        self.client()
+            .batch_execute(&format!(
+                "BEGIN;
+                 ALTER TABLE audit DISABLE TRIGGER USER;
+                 {sql};
+                 ALTER TABLE audit ENABLE TRIGGER USER;
+                 COMMIT;"
+            ))
+            .expect(sql);
+    }
+
+    /// Runs a psql script file of the docs with `variables`, unaligned, with a header line:
+    /// what psql prints.
+    fn psql(&self, file: &str, variables: &[(&str, String)]) -> String {
+        let mut command = std::process::Command::new("psql");
+        command.arg(self.url()).args([
+            "-X",
+            "-q",
+            "-A",
+            "-P",
+            "footer=off",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ]);
+        for (name, value) in variables {
+            command.arg("-v").arg(format!("{name}={value}"));
+        }
+        let out = command
+            .arg("-f")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/").to_owned() + file)
+            .output()
+            .expect("psql runs");
+        assert!(
+            out.status.success(),
+            "psql -f {file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    /// docs/postgres-verify.sql's answer: a header line, then the first bad row, if any.
+    pub fn verify_in_psql(&self) -> String {
+        self.psql("postgres-verify.sql", &[])
+    }
+
+    /// docs/postgres-check-head.sql's answer for a saved head: a header line, then `ok`,
+    /// `truncated` or `head_mismatch`.
+    pub fn check_head_in_psql(&self, seq: i64, hash: &str) -> String {
+        self.psql(
+            "postgres-check-head.sql",
+            &[("seq", seq.to_string()), ("hash", hash.to_owned())],
+        )
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = Client::connect(&self.base, NoTls) {
+            let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
+}
