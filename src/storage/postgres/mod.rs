@@ -22,6 +22,9 @@ mod grants;
 mod labels;
 mod migrate;
 mod open;
+#[cfg(test)]
+#[path = "tests/plans.rs"]
+mod plans;
 mod postures;
 mod sessions;
 

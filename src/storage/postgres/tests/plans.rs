@@ -1,0 +1,221 @@
+//! The query plans of the statements on the hot paths, on PostgreSQL, held by a test.
+//!
+//! Every statement that a state read, a first read, a raise, a create, a decision, an
+//! explanation, a lineage walk, a tree view, a revocation or an audit listing runs must find
+//! its rows through an index: a sequential scan of a table that grows with the ledger costs
+//! what the ledger holds instead of what the answer holds. PostgreSQL's planner picks a
+//! sequential scan of a small table whatever its indexes, so the test turns sequential scans
+//! off (`enable_seqscan = off` makes them a last resort, not impossible): a statement that still
+//! scans a table has no index that serves it. Each statement is planned as a generic plan, as
+//! a prepared statement is, so the plan holds for any value of its parameters.
+//!
+//! It runs against the server `SESSION_LEDGER_TEST_POSTGRES` names, in a schema of its own, and
+//! says it is skipped when the variable is unset.
+
+use postgres::{Client, NoTls};
+
+use super::{audit, grants, labels, postures, sessions};
+use crate::config::{Config, Synchronous};
+use crate::{Ledger, PostureLevel, Propagation, Raise, Taint};
+
+/// The statements on the hot paths, by a name that says what runs them.
+fn hot_statements() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("state: stored label, ended, posture", labels::STATE),
+        ("state: the session row", sessions::SESSION),
+        ("first read: inherit the label", labels::MATERIALIZE_PATH),
+        ("first read: record a spawned session", sessions::INSERT),
+        ("first read, create: inherit the posture", postures::INHERIT),
+        ("raise: the stored label", labels::LABEL),
+        ("raise: store it", labels::RAISE),
+        ("create: bounds", sessions::CREATION_COUNTS),
+        ("create root: its label", labels::INSERT_BORN),
+        ("decide: ended and posture", postures::DECISION_FACTS),
+        ("decide: live scope", grants::LIVE_SCOPE),
+        ("decide, pattern list: patterns", grants::PATTERNS),
+        ("scope list, explain: scopes", grants::SCOPES),
+        ("pattern add", grants::ADD_PATTERN),
+        ("pattern remove", grants::REMOVE_PATTERN),
+        ("scope grant", grants::GRANT_SCOPE),
+        ("scope revoke", grants::REVOKE_SCOPE),
+        ("explain, posture: the posture row", postures::POSTURE),
+        ("epoch: the current one", postures::CURRENT_EPOCH),
+        ("grant: the posture it replaces", postures::CLEAR_FOR_GRANT),
+        ("grant", postures::GRANT),
+        ("end: with its spawned sessions", sessions::END_WITH_SPAWNED),
+        ("end: one session", sessions::END),
+        ("ancestors", sessions::ANCESTORS),
+        ("children", sessions::CHILDREN),
+        ("subtree", sessions::SUBTREE),
+        ("tree", sessions::TREE),
+        (
+            "tree, read-only first read: the inherited label",
+            labels::INHERITED,
+        ),
+        (
+            "preview: subtree with postures",
+            postures::SUBTREE_WITH_POSTURES,
+        ),
+        ("local revoke", postures::REVOKE_ONE),
+        (
+            "local revoke: who still holds through it",
+            postures::INHERITED_THROUGH,
+        ),
+        ("cascade revoke", postures::REVOKE_SUBTREE),
+        ("audit: the head", audit::HEAD),
+        ("audit: the newest time", audit::LATEST_TIME),
+        ("audit: append", audit::APPEND),
+        ("audit: where time order starts", audit::ORDERED_FROM),
+        ("audit by time: the search's probe", audit::PROBE),
+        ("audit by time, by page", audit::LIST),
+        ("audit by session", audit::LIST_BY_SESSION),
+        ("audit by subtree", audit::LIST_BY_SUBTREE),
+        ("verify, verify --from: the walk", audit::WALK),
+    ]
+}
+
+/// The tables that grow with the ledger: no hot statement may scan one.
+const GROWING: &[&str] = &[
+    "sessions",
+    "labels",
+    "postures",
+    "audit",
+    "command_patterns",
+    "override_scopes",
+];
+
+/// The relations a plan reads by a sequential scan, from `EXPLAIN (FORMAT JSON)`'s tree.
+fn scanned(plan: &serde_json::Value, out: &mut Vec<String>) {
+    if plan["Node Type"] == "Seq Scan" {
+        if let Some(relation) = plan["Relation Name"].as_str() {
+            out.push(relation.to_owned());
+        }
+    }
+    if let Some(children) = plan["Plans"].as_array() {
+        for child in children {
+            scanned(child, out);
+        }
+    }
+}
+
+/// A ledger with enough of everything that each statement has rows to find: two trees of a
+/// thousand sessions, half of them read, a trusted branch, spawned sessions, patterns, scopes,
+/// an ended session, revocations, and the audit rows all of that wrote.
+fn build(url: &str) -> crate::Result<()> {
+    let ledger = Ledger::open_with(
+        url,
+        Config::default()
+            .synchronous(Synchronous::Normal)
+            .max_depth(u32::MAX)
+            .max_live_children(u32::MAX)
+            .creation_rate(u32::MAX, std::time::Duration::from_secs(1)),
+    )?;
+    for r in 0..2 {
+        let root = format!("r{r}");
+        ledger.create_root(&root, "op")?;
+        if r == 0 {
+            ledger.grant(&root, PostureLevel::Trust, "op")?;
+        }
+        let mut level = vec![root];
+        for _ in 0..3 {
+            let mut next = Vec::new();
+            for parent in &level {
+                for k in 0..10 {
+                    let id = format!("{parent}.{k}");
+                    ledger.create_child(&id, parent, "op")?;
+                    next.push(id);
+                }
+            }
+            level = next;
+        }
+        for (i, id) in level.iter().enumerate() {
+            if i % 2 == 0 {
+                ledger.state(id)?;
+            }
+        }
+    }
+    ledger.state("sub-r1.2.3-1")?;
+    let secret = Raise {
+        taint: Some(Taint::Secret),
+        untrusted: true,
+    };
+    ledger.raise("r1.1", secret, "op")?;
+    ledger.add_pattern("r1.1", "cargo test", "op")?;
+    ledger.grant_scope("r1.1", "deploy", std::time::Duration::from_secs(3600), "op")?;
+    ledger.end("r1.2", "op")?;
+    ledger.revoke("r0.1", Propagation::Cascade { token: None }, "op")?;
+    ledger.revoke("r0", Propagation::Local, "op")?;
+    Ok(())
+}
+
+#[test]
+fn no_hot_statement_scans_a_table_that_grows() -> crate::Result<()> {
+    let Ok(base) = std::env::var("SESSION_LEDGER_TEST_POSTGRES") else {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED: the PostgreSQL plan test: SESSION_LEDGER_TEST_POSTGRES is not set ***\n"
+        );
+        assert_ne!(
+            std::env::var("SESSION_LEDGER_REQUIRE_POSTGRES").as_deref(),
+            Ok("1"),
+            "SESSION_LEDGER_TEST_POSTGRES is not set, and SESSION_LEDGER_REQUIRE_POSTGRES=1"
+        );
+        return Ok(());
+    };
+    let schema = format!("plans_{}", std::process::id());
+    let mut admin = Client::connect(&base, NoTls)?;
+    admin.batch_execute(&format!(
+        "CREATE EXTENSION IF NOT EXISTS pgcrypto SCHEMA public;
+         DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+    ))?;
+    let join = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{join}options=-c%20search_path%3D{schema}%2Cpublic");
+    build(&url)?;
+    let mut client = Client::connect(&url, NoTls)?;
+    client.batch_execute(
+        "ANALYZE; SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan",
+    )?;
+    let mut problems = Vec::new();
+    for (name, sql) in hot_statements() {
+        let parameters = client.prepare(sql)?.params().len();
+        client.batch_execute(&format!("PREPARE hot AS {sql}"))?;
+        let nulls = vec!["NULL"; parameters].join(", ");
+        let execute = if parameters == 0 {
+            "EXECUTE hot".to_owned()
+        } else {
+            format!("EXECUTE hot({nulls})")
+        };
+        let row = client.query_one(&format!("EXPLAIN (FORMAT JSON) {execute}"), &[])?;
+        client.batch_execute("DEALLOCATE hot")?;
+        let plan: serde_json::Value = row.try_get(0)?;
+        let mut relations = Vec::new();
+        scanned(&plan[0]["Plan"], &mut relations);
+        for relation in relations {
+            if GROWING.contains(&relation.as_str()) {
+                problems.push(format!("{name}: Seq Scan on {relation}"));
+            }
+        }
+    }
+    admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))?;
+    assert!(
+        problems.is_empty(),
+        "statements that read more than their answer:\n{}",
+        problems.join("\n")
+    );
+    Ok(())
+}
+
+#[test]
+fn the_plan_check_finds_a_sequential_scan_at_any_depth() {
+    let plan = serde_json::json!({
+        "Node Type": "Nested Loop",
+        "Plans": [
+            { "Node Type": "Index Scan", "Relation Name": "sessions" },
+            { "Node Type": "Hash", "Plans": [ { "Node Type": "Seq Scan", "Relation Name": "audit" } ] }
+        ]
+    });
+    let mut relations = Vec::new();
+    scanned(&plan, &mut relations);
+    assert_eq!(relations, ["audit"]);
+}
