@@ -114,7 +114,11 @@ impl Postgres {
         let mut client = pg.connect(NoTls)?;
         configure(&mut client, config.read_only)?;
         match migrate::check(&mut client, &location)? {
-            migrate::Found::Ledger { version } if version == migrate::supported_version() => {}
+            migrate::Found::Ledger { version } if version == migrate::supported_version() => {
+                if !config.read_only && !may_write(&mut client)? {
+                    return Err(StorageError::ReadOnly(location).into());
+                }
+            }
             found if config.read_only => return Err(read_only_refusal(found, &location)),
             migrate::Found::Empty if !config.create_if_missing => {
                 return Err(StorageError::NoLedger(location).into())
@@ -142,6 +146,16 @@ impl Postgres {
             lock_timeout: format!("{}ms", config.busy_timeout.as_millis().max(1)),
         })
     }
+}
+
+/// Whether the role may write the ledger: append to its audit trail, which every change does.
+/// A role that may only read (an auditor's) opens it with [`Config::read_only`].
+fn may_write(client: &mut postgres::Client) -> Result<bool> {
+    let row = client.query_one(
+        "SELECT has_table_privilege('audit', 'INSERT') AS may_write",
+        &[],
+    )?;
+    Ok(row.try_get("may_write")?)
 }
 
 /// Why a read-only handle cannot open what it found: it neither creates nor upgrades a ledger.
