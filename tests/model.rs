@@ -25,17 +25,26 @@
 //! Where the brief and the code's documentation differ, the model follows the documentation
 //! (doc comments and docs/design.md).
 //!
-//! `MODEL_CASES=N` sets the number of sequences (default 1,000). The run prints how many cases,
+//! The test runs on each engine (`sqlite::…`, `postgres::…`). `MODEL_CASES=N` sets the number
+//! of sequences on SQLite (default 1,000), `MODEL_CASES_POSTGRES=N` on PostgreSQL (default 100).
+//! The run prints how many cases,
 //! operations and ledger calls it ran, and how often each outcome occurred
 //! (`cargo test --test model -- --nocapture`).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+#[macro_use]
+mod common;
+
 use chrono::{DateTime, TimeDelta, Utc};
+use common::{postgres_place, Engine, TestResult};
+use postgres_place::Place;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{TestCaseError, TestRunner};
@@ -54,6 +63,7 @@ const RATE_MAX: u32 = 3;
 const RATE_WINDOW_SECS: i64 = 60;
 const START: &str = "2026-01-01T00:00:00.000Z";
 const DEFAULT_CASES: u32 = 1_000;
+const DEFAULT_CASES_POSTGRES: u32 = 100;
 const MAX_OPS: usize = 40;
 
 fn start() -> DateTime<Utc> {
@@ -1340,14 +1350,13 @@ fn case() -> impl Strategy<Value = (bool, Vec<Op<Target>>)> {
 // ---------------------------------------------------------------------------------------------
 // Counting what happened, to show the run exercised what it claims to.
 
-static STATS: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
+thread_local! {
+    /// Per thread, as each engine's test runs on a thread of its own.
+    static STATS: RefCell<BTreeMap<String, u64>> = const { RefCell::new(BTreeMap::new()) };
+}
 
 fn bump(key: impl Into<String>) {
-    *STATS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(key.into())
-        .or_default() += 1;
+    STATS.with_borrow_mut(|stats| *stats.entry(key.into()).or_default() += 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1360,8 +1369,10 @@ struct PreviewRec {
 }
 
 struct Harness {
+    /// Where the ledger lives: a file in a temporary folder, or a PostgreSQL schema.
     _dir: tempfile::TempDir,
-    path: PathBuf,
+    _place: Option<Rc<Place>>,
+    target: String,
     clock: Arc<ManualClock>,
     ledger: Option<Ledger>,
     model: Model,
@@ -1479,16 +1490,28 @@ fn compare_posture(
 }
 
 impl Harness {
-    fn new(durable: bool) -> Harness {
+    /// A fresh ledger on `engine`; `None` when the engine is not available here.
+    fn new(engine: Engine, durable: bool) -> Option<Harness> {
         let dir = scratch_dir();
-        let path = dir.path().join("ledger.db");
-        std::fs::write(&path, template()).expect("write the template ledger");
+        let (place, target) = match engine {
+            Engine::Sqlite => {
+                let path = dir.path().join("ledger.db");
+                std::fs::write(&path, template()).expect("write the template ledger");
+                (None, path.display().to_string())
+            }
+            Engine::Postgres => {
+                let place = reused_place()?;
+                let url = place.url();
+                (Some(place), url)
+            }
+        };
         let clock = Arc::new(ManualClock::new(start()));
-        let ledger = Ledger::open_with(&path, config(&clock, durable)).expect("open the ledger");
+        let ledger = Ledger::open_with(&target, config(&clock, durable)).expect("open the ledger");
         let audit = ledger.audit_head().expect("audit head").seq;
-        Harness {
+        Some(Harness {
             _dir: dir,
-            path,
+            _place: place,
+            target,
             clock,
             ledger: Some(ledger),
             model: Model {
@@ -1498,7 +1521,7 @@ impl Harness {
             },
             previews: Vec::new(),
             last: None,
-        }
+        })
     }
 
     fn ledger(&self) -> &Ledger {
@@ -1911,7 +1934,7 @@ impl Harness {
             }
             Op::Reopen { durable } => {
                 self.ledger = None;
-                let ledger = Ledger::open_with(&self.path, config(&self.clock, *durable))
+                let ledger = Ledger::open_with(&self.target, config(&self.clock, *durable))
                     .map_err(|e| format!("reopening the ledger: {e:?}"))?;
                 self.ledger = Some(ledger);
                 self.model.durable = *durable;
@@ -2066,6 +2089,24 @@ fn template() -> &'static [u8] {
     })
 }
 
+thread_local! {
+    /// The PostgreSQL schema the cases of this thread take in turn.
+    static PLACE: RefCell<Option<Rc<Place>>> = const { RefCell::new(None) };
+}
+
+/// The schema for a PostgreSQL case, emptied by [`Place::reset`] when an earlier case used it
+/// (a new schema and its migration cost more than a whole case); `None` without a server.
+fn reused_place() -> Option<Rc<Place>> {
+    PLACE.with_borrow_mut(|slot| {
+        if let Some(place) = slot.as_ref() {
+            place.reset();
+        } else {
+            *slot = Some(Rc::new(Place::new()?));
+        }
+        slot.clone()
+    })
+}
+
 /// A fresh temporary directory, in memory when the system has `/dev/shm`: this test is about
 /// the rules, not the disk, and fsyncs on opening and closing would dominate its run time.
 fn scratch_dir() -> tempfile::TempDir {
@@ -2078,9 +2119,11 @@ fn scratch_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
-fn run_case(durable: bool, ops: &[Op<Target>]) -> Result<(), TestCaseError> {
+fn run_case(engine: Engine, durable: bool, ops: &[Op<Target>]) -> Result<(), TestCaseError> {
+    let Some(mut h) = Harness::new(engine, durable) else {
+        return Ok(());
+    };
     bump("cases");
-    let mut h = Harness::new(durable);
     let mut trace = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         bump("operations");
@@ -2110,24 +2153,36 @@ fn run_case(durable: bool, ops: &[Op<Target>]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-#[test]
-fn the_ledger_behaves_like_a_plain_model_of_the_rules_over_random_operation_sequences() {
-    let cases: u32 = std::env::var("MODEL_CASES")
+fn the_ledger_behaves_like_a_plain_model_of_the_rules_over_random_operation_sequences(
+    engine: Engine,
+) -> TestResult {
+    // A PostgreSQL case costs many times a SQLite one (each statement a round trip to the
+    // server, each case a reset of its schema), so that engine runs fewer by default.
+    let (variable, default) = match engine {
+        Engine::Sqlite => ("MODEL_CASES", DEFAULT_CASES),
+        Engine::Postgres => ("MODEL_CASES_POSTGRES", DEFAULT_CASES_POSTGRES),
+    };
+    if engine == Engine::Postgres && postgres_place::server().is_none() {
+        return Ok(());
+    }
+    let cases: u32 = std::env::var(variable)
         .ok()
-        .map(|v| v.parse().expect("MODEL_CASES is a number"))
-        .unwrap_or(DEFAULT_CASES);
+        .map(|v| v.parse().expect("the number of cases is a number"))
+        .unwrap_or(default);
     let mut runner = TestRunner::new(ProptestConfig {
         failure_persistence: None,
         ..ProptestConfig::with_cases(cases)
     });
     let started = Instant::now();
-    let result = runner.run(&case(), |(durable, ops)| run_case(durable, &ops));
+    let result = runner.run(&case(), |(durable, ops)| run_case(engine, durable, &ops));
     let elapsed = started.elapsed();
-    let stats = STATS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // Dropped here, not with the thread: its connection cannot close in a thread's teardown.
+    drop(PLACE.with_borrow_mut(Option::take));
+    let stats = STATS.with_borrow(BTreeMap::clone);
     let count = |k: &str| stats.get(k).copied().unwrap_or(0);
     println!(
-        "model: {} cases, {} operations, {} ledger calls compared with the model, in {:.1}s \
-         (MODEL_CASES={cases})",
+        "model on {engine:?}: {} cases, {} operations, {} ledger calls compared with the model, \
+         in {:.1}s ({variable}={cases})",
         count("cases"),
         count("operations"),
         count("calls"),
@@ -2143,4 +2198,9 @@ fn the_ledger_behaves_like_a_plain_model_of_the_rules_over_random_operation_sequ
     if let Err(e) = result {
         panic!("the ledger and the model diverged: {e}");
     }
+    Ok(())
+}
+
+engine_tests! {
+    the_ledger_behaves_like_a_plain_model_of_the_rules_over_random_operation_sequences,
 }
