@@ -199,6 +199,10 @@ pub enum InputError {
     /// opened or created.
     #[error("invalid setting: {0}")]
     InvalidConfig(String),
+    /// A copy was asked to write into a ledger whose engine cannot take one (a SQLite file: its
+    /// triggers cannot be switched off for the copy); nothing was copied.
+    #[error("{0} names a SQLite ledger: a copy goes into a new PostgreSQL ledger, named by a postgres:// URL (copy a SQLite file whole with sqlite3's .backup); nothing was copied")]
+    InvalidCopyTarget(Location),
 }
 
 impl InputError {
@@ -219,6 +223,7 @@ impl InputError {
             InputError::InvalidTime(_) => "invalid_time",
             InputError::NothingToRaise => "nothing_to_raise",
             InputError::InvalidConfig(_) => "invalid_config",
+            InputError::InvalidCopyTarget(_) => "invalid_copy_target",
         }
     }
 }
@@ -261,6 +266,12 @@ pub enum Conflict {
         /// The root of the revocation.
         root: String,
     },
+    /// A copy goes only into a new ledger, and this one holds sessions, audit rows or epochs
+    /// already; nothing was copied.
+    #[error(
+        "the ledger at {0} is not empty: a copy goes only into a new ledger; nothing was copied"
+    )]
+    NotEmpty(Location),
 }
 
 impl Conflict {
@@ -272,6 +283,7 @@ impl Conflict {
             Conflict::UnknownPattern { .. } => "unknown_pattern",
             Conflict::UnknownScope { .. } => "unknown_scope",
             Conflict::StalePreview { .. } => "stale_preview",
+            Conflict::NotEmpty(_) => "not_empty",
         }
     }
 }
@@ -404,6 +416,9 @@ pub struct EngineError {
     what: &'static str,
     busy: bool,
     source: Box<dyn std::error::Error + Send + Sync>,
+    /// What the engine said beyond its error's own one line, when that line says too little
+    /// (a PostgreSQL server's message is in the error's source, not its text).
+    detail: Option<String>,
 }
 
 impl EngineError {
@@ -417,7 +432,14 @@ impl EngineError {
             what,
             busy,
             source: source.into(),
+            detail: None,
         }
+    }
+
+    /// This failure, with `detail` after the engine's own line.
+    pub(crate) fn with_detail(mut self, detail: Option<String>) -> EngineError {
+        self.detail = detail;
+        self
     }
 
     /// The engine's own error, to look into it (`downcast_ref`) inside an engine.
@@ -428,7 +450,11 @@ impl EngineError {
 
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
+        write!(f, "{}: {}", self.what, self.source)?;
+        match &self.detail {
+            Some(detail) => write!(f, ": {detail}"),
+            None => Ok(()),
+        }
     }
 }
 

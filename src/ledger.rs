@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use crate::audit::{self, AuditQuery, Verification};
 use crate::clock::stored_precision;
 use crate::config::Config;
+use crate::copy::{self, Copied};
 use crate::decisions::{self, Decision, Explanation, Reason, Verdict};
 use crate::error::{InputError, Location, Result};
 use crate::grants::{self, CommandPattern};
@@ -352,9 +353,10 @@ impl Ledger {
         self.write(|tx, now| postures::revoke_all(tx, actor, now))
     }
 
-    /// Starts a new posture epoch (rule P5): the embedding backend calls this when it boots.
-    /// Postures of the previous epoch stop counting, unless the ledger was opened with
-    /// [`Config::durable_postures`], which carries them over. Audited with how many lapsed.
+    /// Starts a new posture epoch (rule P5): a single embedding backend calls this when it boots;
+    /// nodes sharing a PostgreSQL ledger, once per full restart of the deployment (opening never
+    /// does: docs/design.md). Postures of the previous epoch stop counting, unless the ledger
+    /// was opened with [`Config::durable_postures`], which carries them over. Audited.
     ///
     /// # Errors
     ///
@@ -596,5 +598,18 @@ impl Ledger {
     /// [`Error::Storage`](crate::Error::Storage) when the file cannot be read at all.
     pub fn check(&self) -> Result<CheckReport> {
         self.storage.snapshot(|r| r.check())
+    }
+
+    /// Copies this ledger, row for row as it stood at one moment, into `target`, a new
+    /// PostgreSQL ledger opened by the schema's owner, in one transaction that commits only once
+    /// the copied trail verifies and ends at this ledger's head. Writers here may go on.
+    ///
+    /// # Errors
+    ///
+    /// `NotEmpty` when `target` holds anything; `InvalidCopyTarget` for a SQLite target;
+    /// `Corruption` when this ledger's trail does not verify; `Storage` (a role that does not
+    /// own the tables among them). Nothing is copied in each case.
+    pub fn copy_into(&self, target: &Ledger) -> Result<Copied> {
+        copy::copy(&self.storage, &target.storage)
     }
 }

@@ -77,7 +77,7 @@
 //!
 //! [`Ledger`] is the one way in: it checks what a caller gives, opens a transaction and calls
 //! the module that owns the rule. The rules live one concept per module (sessions, labels,
-//! postures, grants and patterns, decisions, audit), as functions over the storage interface;
+//! postures, grants and patterns, decisions, audit, copying a ledger), as functions over the storage interface;
 //! the values they exchange with it are in one model module. The storage interface is a few
 //! small traits, implemented by each database engine, which also enforces the invariants of
 //! `docs/storage-contract.md` inside the database. `docs/design.md` draws the layers and says
@@ -92,6 +92,7 @@ mod audit;
 mod clock;
 mod commands;
 mod config;
+mod copy;
 mod decisions;
 mod error;
 mod grants;
@@ -107,6 +108,7 @@ pub use audit::{chain_hash, AuditQuery, ChainProblem, Verification, LEDGER_ACTOR
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
 pub use config::{Config, Synchronous};
+pub use copy::Copied;
 pub use decisions::{AdmittedPart, Decision, Explanation, Part, Reason, Verdict};
 pub use error::{
     Conflict, Corruption, CreationRefused, EngineError, Error, IdProblem, InputError, Location,
@@ -128,6 +130,12 @@ pub use postures::{
     validate_preview_token, Affected, EpochStart, Propagation, Revocation, RevocationKind,
 };
 pub use sessions::{Created, TreeEntry, TreeNode};
+
+/// True when `target` names a PostgreSQL server (a `postgres://` or `postgresql://` URL), which
+/// [`Ledger::open`] opens on the PostgreSQL engine; anything else is the path of a SQLite file.
+pub fn is_postgres_url(target: &str) -> bool {
+    storage::is_url(target)
+}
 
 /// The newest schema version this build reads and writes.
 pub fn schema_version() -> i64 {

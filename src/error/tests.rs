@@ -30,6 +30,7 @@ fn one_of_each() -> Vec<Error> {
         InputError::InvalidTime("yesterday".into()).into(),
         InputError::NothingToRaise.into(),
         InputError::InvalidConfig("max_depth 0".into()).into(),
+        InputError::InvalidCopyTarget(Location::File("copy.db".into())).into(),
         Conflict::UnknownSession("nobody".into()).into(),
         Conflict::SessionEnded("gone".into()).into(),
         Conflict::SessionExists("conductor".into()).into(),
@@ -47,6 +48,7 @@ fn one_of_each() -> Vec<Error> {
             root: "conductor".into(),
         }
         .into(),
+        Conflict::NotEmpty(Location::Server("postgresql://app@db:5432/ledger".into())).into(),
         CreationRefused::DepthLimit {
             child: "deep".into(),
             depth: 65,
@@ -96,6 +98,7 @@ fn one_of_each() -> Vec<Error> {
                 InputError::InvalidTime(_) => 12,
                 InputError::NothingToRaise => 13,
                 InputError::InvalidConfig(_) => 14,
+                InputError::InvalidCopyTarget(_) => 15,
             },
             Error::Conflict(e) => match e {
                 Conflict::UnknownSession(_) => 20,
@@ -104,6 +107,7 @@ fn one_of_each() -> Vec<Error> {
                 Conflict::UnknownPattern { .. } => 23,
                 Conflict::UnknownScope { .. } => 24,
                 Conflict::StalePreview { .. } => 25,
+                Conflict::NotEmpty(_) => 26,
             },
             Error::Refused(e) => match e {
                 CreationRefused::DepthLimit { .. } => 30,
@@ -121,7 +125,7 @@ fn one_of_each() -> Vec<Error> {
         };
         variants.insert(variant);
     }
-    assert_eq!(variants.len(), 30, "a variant has no sample in one_of_each");
+    assert_eq!(variants.len(), 32, "a variant has no sample in one_of_each");
     samples
 }
 

@@ -2,7 +2,8 @@
 //! runs their transactions on an engine.
 //!
 //! Each concept has a pair of small traits, in the file of its name: `SessionReads` and
-//! `SessionWrites` in `sessions.rs`, and so on for labels, postures, grants and audit. [`Read`]
+//! `SessionWrites` in `sessions.rs`, and so on for labels, postures, grants and audit; copying a
+//! whole ledger has `ExportReads` and `Import` in `transfer.rs`. [`Read`]
 //! is all the reads, [`Write`] all the writes of one write transaction. They speak the values of
 //! `crate::model` and the rows defined beside them, never SQL text, and never a type of an engine.
 //!
@@ -25,6 +26,7 @@ mod postgres;
 mod postures;
 mod sessions;
 mod sqlite;
+mod transfer;
 
 pub(crate) use audit::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow};
 pub(crate) use grants::{GrantReads, GrantWrites, PatternRow};
@@ -35,6 +37,7 @@ pub(crate) use postures::{
 pub(crate) use sessions::{
     CreationCounts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop,
 };
+pub(crate) use transfer::{ExportReads, Import, Kind, Row, Table, Value};
 
 use std::fmt;
 use std::path::Path;
@@ -52,12 +55,19 @@ pub(crate) trait FileReads {
 
 /// Every read the concepts make, on a connection or inside a transaction.
 pub(crate) trait Read:
-    SessionReads + LabelReads + PostureReads + GrantReads + AuditReads + FileReads
+    SessionReads + LabelReads + PostureReads + GrantReads + AuditReads + FileReads + ExportReads
 {
 }
 
 impl<T> Read for T where
-    T: SessionReads + LabelReads + PostureReads + GrantReads + AuditReads + FileReads + ?Sized
+    T: SessionReads
+        + LabelReads
+        + PostureReads
+        + GrantReads
+        + AuditReads
+        + FileReads
+        + ExportReads
+        + ?Sized
 {
 }
 
@@ -102,6 +112,15 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// commits when `f` returns `Ok`; an `Err` rolls everything back. An engine whose
     /// transactions can fail to serialize may call `f` again on a fresh transaction.
     fn write(&self, f: &mut dyn FnMut(&mut dyn Write) -> Result<()>) -> Result<()>;
+
+    /// Calls `f` inside a write transaction on a ledger that holds nothing yet (no session, no
+    /// audit row, no epoch after the first, which `f` brings), with the contract's triggers off
+    /// until it returns, and commits when `f` returns `Ok`; may call `f` again as
+    /// [`Engine::write`]. Fails with [`Conflict::NotEmpty`](crate::Conflict::NotEmpty) when
+    /// the ledger holds anything, and with
+    /// [`InputError::InvalidCopyTarget`](crate::InputError::InvalidCopyTarget) on an engine
+    /// that cannot switch its triggers off.
+    fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()>;
 }
 
 /// The handle the facade holds: one engine, and its transactions as closures that return
@@ -177,6 +196,17 @@ impl Storage {
         let mut out = None;
         self.engine.write(&mut |tx| {
             out = Some(f(tx)?);
+            Ok(())
+        })?;
+        out.ok_or_else(called_twice)
+    }
+
+    /// Runs `f` inside [`Engine::import`]'s transaction and returns what it returned once the
+    /// transaction committed. `f` may run more than once, each time on a fresh transaction.
+    pub(crate) fn import<T>(&self, mut f: impl FnMut(&mut dyn Import) -> Result<T>) -> Result<T> {
+        let mut out = None;
+        self.engine.import(&mut |into| {
+            out = Some(f(into)?);
             Ok(())
         })?;
         out.ok_or_else(called_twice)

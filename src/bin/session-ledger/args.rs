@@ -32,6 +32,18 @@ pub enum Command {
     // The commands on the ledger at `--db`; help lists them before `demo`.
     #[command(flatten)]
     Ledger(LedgerCommand),
+    /// Copy a ledger, row for row, into a new PostgreSQL ledger: one transaction that commits
+    /// only once the copy's audit trail verifies and ends at the source's head. Ignores --db.
+    Copy {
+        /// The ledger to copy: a SQLite file (or a postgres:// URL). It is only read; writers
+        /// on it may go on.
+        #[arg(long, value_name = "LEDGER")]
+        from: PathBuf,
+        /// The new ledger: a postgres:// or postgresql:// URL of a database (or schema, through
+        /// search_path) that holds no ledger yet, as the role that owns its tables.
+        #[arg(long, value_name = "URL")]
+        to: PathBuf,
+    },
     /// Build an example ledger in a new file of its own and walk through it.
     Demo {
         /// Where to write the demo ledger (must not exist); default a new file in the temp dir.

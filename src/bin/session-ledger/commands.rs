@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::Path;
 
 use session_ledger::{
-    AuditHead, AuditQuery, Config, Created, Error, InputError, Ledger, PostureLevel, Propagation,
-    Raise, StorageError, Taint,
+    AuditHead, AuditQuery, Config, Created, Error, InputError, Ledger, Location, PostureLevel,
+    Propagation, Raise, StorageError, Taint,
 };
 
 use crate::args::{AuditCommand, EpochCommand, LedgerCommand, PatternCommand, ScopeCommand};
@@ -150,6 +150,28 @@ fn init(ctx: &Context<'_>) -> Result<Report, CliError> {
     Ok(Report::Ready {
         location: ledger.location().to_string(),
         schema_version: ledger.schema_version(),
+    })
+}
+
+/// `copy`: the ledger at `from` into a new PostgreSQL ledger at `to`, then the copy's trail
+/// verified from its first row. A `to` that names no server is refused before anything is
+/// opened, so that no file is left behind.
+pub fn copy(from: &Path, to: &Path) -> Result<Report, CliError> {
+    if !to.to_str().is_some_and(session_ledger::is_postgres_url) {
+        return Err(Error::from(InputError::InvalidCopyTarget(Location::File(to.into()))).into());
+    }
+    let source = open_existing(from)?;
+    let target = Ledger::open_with(to, cli_config())?;
+    let copied = source.copy_into(&target)?;
+    let verification = target.verify(None)?;
+    if !verification.ok {
+        return Err(CliError::Unverified);
+    }
+    Ok(Report::Copied {
+        from: source.location().to_string(),
+        to: target.location().to_string(),
+        copied,
+        verification,
     })
 }
 

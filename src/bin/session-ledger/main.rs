@@ -70,6 +70,10 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             };
             commands::run(&ctx, cli.json, command, out, &mut io::stderr())?;
         }
+        Command::Copy { from, to } => {
+            let report = commands::copy(from, to)?;
+            render::report(out, cli.json, &report)?;
+        }
         Command::Demo { path } => demo::run(out, path.as_deref())?,
     }
     Ok(())

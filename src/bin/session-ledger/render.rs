@@ -10,9 +10,9 @@ use std::io::Write;
 
 use serde_json::json;
 use session_ledger::{
-    AuditEntry, AuditHead, CheckReport, CommandPattern, Created, Decision, EpochStart, Explanation,
-    PatternTest, Posture, RaiseOutcome, Revocation, Scope, Session, SessionState, TreeNode,
-    Verification,
+    AuditEntry, AuditHead, CheckReport, CommandPattern, Copied, Created, Decision, EpochStart,
+    Explanation, PatternTest, Posture, RaiseOutcome, Revocation, Scope, Session, SessionState,
+    TreeNode, Verification,
 };
 
 use crate::error::CliError;
@@ -23,6 +23,13 @@ use sessions::{describe_state, label_words};
 /// the text repeats.
 #[derive(Debug)]
 pub enum Report {
+    /// `copy`: where from and to, what it moved, and the copy's trail verified once committed.
+    Copied {
+        from: String,
+        to: String,
+        copied: Copied,
+        verification: Verification,
+    },
     /// `init`: the file, and the schema it is at.
     Ready {
         location: String,
@@ -124,6 +131,17 @@ pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), Cl
         Report::Ended(session) => sessions::print_session(out, json, session, "ended", ""),
         Report::Tree(nodes) => sessions::print_tree(out, json, nodes),
         Report::Head(head) => emit(out, json, head, || head.to_string()),
+        Report::Copied {
+            from,
+            to,
+            copied,
+            verification,
+        } => emit(
+            out,
+            json,
+            &json!({ "from": from, "to": to, "copied": copied, "verification": verification }),
+            || describe_copy(from, to, copied, verification),
+        ),
         Report::Audit { rows, .. } => audit::print_audit(out, json, rows),
         Report::Verified { verification, from } => emit(out, json, verification, || {
             audit::describe_verification(verification, *from)
@@ -238,6 +256,24 @@ fn emit(
 fn json_line<T: serde::Serialize + ?Sized>(out: &mut dyn Write, value: &T) -> Result<(), CliError> {
     writeln!(out, "{}", serde_json::to_string(value)?)?;
     Ok(())
+}
+
+/// `copy`'s text: what moved, in the tables' words, and the verification of the copy.
+fn describe_copy(from: &str, to: &str, c: &Copied, v: &Verification) -> String {
+    let counts = [
+        count(c.sessions as usize, "session", "sessions"),
+        count(c.labels as usize, "label", "labels"),
+        count(c.epochs as usize, "epoch", "epochs"),
+        count(c.postures as usize, "posture", "postures"),
+        count(c.patterns as usize, "command pattern", "command patterns"),
+        count(c.scopes as usize, "override scope", "override scopes"),
+        count(c.audit_rows as usize, "audit row", "audit rows"),
+    ];
+    format!(
+        "copied {from} to {to}: {}\n{}",
+        counts.join(", "),
+        audit::describe_verification(v, None)
+    )
 }
 
 /// "1 session", "2 sessions".

@@ -27,6 +27,7 @@ mod open;
 mod plans;
 mod postures;
 mod sessions;
+mod transfer;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -34,7 +35,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::{IsolationLevel, Row, Statement};
 
-use super::{Engine, FileReads, Read, Write};
+use super::{Engine, FileReads, Import, Read, Write};
 use crate::error::{EngineError, Error, Location, Result, StorageError};
 use crate::model::CheckReport;
 
@@ -236,6 +237,19 @@ impl Engine for Postgres {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Write) -> Result<()>) -> Result<()> {
+        self.transaction(&mut |tx| f(tx))
+    }
+
+    fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {
+        self.transaction(&mut |tx| transfer::import(tx, &self.location, f))
+    }
+}
+
+impl Postgres {
+    /// Runs `f` in a write transaction that takes the ledger's lock first, committing when it
+    /// returns `Ok`; runs it again on a fresh transaction after a deadlock or a serialization
+    /// failure, within [`WRITE_ATTEMPTS`].
+    fn transaction(&self, f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>) -> Result<()> {
         if self.read_only {
             return Err(StorageError::ReadOnly(self.location.clone()).into());
         }
@@ -272,14 +286,12 @@ impl Engine for Postgres {
             }
         }
     }
-}
 
-impl Postgres {
     /// The lock first, then `f`.
     fn run_write(
         &self,
         write: &mut Tx<'_>,
-        f: &mut dyn FnMut(&mut dyn Write) -> Result<()>,
+        f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>,
     ) -> Result<()> {
         write.read.row(LOCK_TIMEOUT, &[&self.lock_timeout])?;
         write.read.row(WRITE_LOCK, &[])?;
@@ -291,7 +303,15 @@ impl From<postgres::Error> for Error {
     fn from(e: postgres::Error) -> Self {
         // A lock not obtained within lock_timeout is the busy of this engine.
         let busy = e.code().is_some_and(|c| c.code() == "55P03");
-        EngineError::new("postgres", busy, e).into()
+        // The error's own line is a word ("db error"); the server's message, or the cause of a
+        // failed connection, is its source. Neither carries the URL or a password.
+        let detail = match e.as_db_error() {
+            Some(db) => Some(format!("{} (SQLSTATE {})", db.message(), db.code().code())),
+            None => std::error::Error::source(&e).map(ToString::to_string),
+        };
+        EngineError::new("postgres", busy, e)
+            .with_detail(detail)
+            .into()
     }
 }
 

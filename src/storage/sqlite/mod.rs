@@ -24,6 +24,7 @@ mod open;
 mod plans;
 mod postures;
 mod sessions;
+mod transfer;
 
 use std::path::Path;
 use std::sync::atomic::AtomicUsize;
@@ -31,8 +32,8 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Engine, FileReads, Read, Write};
-use crate::error::{EngineError, Error, Location, Result, StorageError};
+use super::{Engine, FileReads, Import, Read, Write};
+use crate::error::{EngineError, Error, InputError, Location, Result, StorageError};
 use crate::model::CheckReport;
 
 pub(crate) use migrate::supported_version;
@@ -147,6 +148,10 @@ impl Engine for Sqlite {
         })?;
         tx.commit()?;
         Ok(())
+    }
+
+    fn import(&self, _: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {
+        Err(InputError::InvalidCopyTarget(self.location.clone()).into())
     }
 }
 
