@@ -1,6 +1,6 @@
 //! The storage contract (docs/storage-contract.md), against every engine.
 //!
-//! Two kinds of test live here:
+//! Three kinds of test live here:
 //!
 //! - The items of the contract that no other suite proves, on both engines: each runs raw SQL
 //!   in the engine's own shell (`sqlite3` on the file, `psql` as the schema's owner), as an
@@ -10,6 +10,8 @@
 //!   both engines where it can be; where an engine needs its own statement for the same edit
 //!   (SQLite's `INSERT OR REPLACE`, PostgreSQL's `INSERT ... ON CONFLICT DO UPDATE`), the test
 //!   says so where it branches.
+//! - The contract's PostgreSQL-only part (`postgres_only`): `TRUNCATE`, upserts, the
+//!   application role of docs/postgres-roles.sql, and `timestamptz`.
 //! - The doc and the schema held together: every trigger of a fresh ledger names, in a comment
 //!   line of its body, a contract item that lists it; every trigger, constraint and code
 //!   fragment the doc cites exists; every test it cites exists; and the triggers are defined as
@@ -30,7 +32,7 @@ use std::time::Duration;
 
 use common::{raw, Engine, Fixture, Shell, TestResult};
 use rusqlite::Connection;
-use session_ledger::{AuditHead, Config, Ledger, ManualClock, PostureLevel};
+use session_ledger::{AuditHead, Config, Ledger, ManualClock, PostureLevel, Taint};
 
 const DOC: &str = "docs/storage-contract.md";
 /// What a helper that can fail returns.
@@ -1232,6 +1234,312 @@ fn a_read_transaction_sees_one_state_while_the_library_commits_beside_it(
     reader.run("COMMIT")?;
     assert_eq!(reader.query(STATE), committed);
     Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// PostgreSQL's own part of the contract
+// ------------------------------------------------------------------------------------------------
+
+/// Tests of what only PostgreSQL has: `TRUNCATE`, upserts, roles, `timestamptz`. Each skips,
+/// as every PostgreSQL test does, when no test server is given.
+mod postgres_only {
+    use std::io::Write as _;
+
+    use super::*;
+
+    /// The variable naming the test server's database as the application role
+    /// (scripts/with-postgres sets it).
+    const APP_URL_VARIABLE: &str = "SESSION_LEDGER_TEST_POSTGRES_APP";
+
+    /// Another key than the ledger's write lock: whoever runs docs/postgres-roles.sql holds it,
+    /// since the file grants on the database every test's schema shares.
+    const ROLES_LOCK: i64 = 7814902317660418408;
+
+    #[test]
+    fn truncate_is_refused_on_every_table_that_never_loses_rows() -> TestResult {
+        let f = fixture!(Engine::Postgres);
+        f.build("root > a");
+        f.ledger.state("a")?;
+        let before = f.snapshot();
+        let mut shell = f.shell();
+        // TRUNCATE removes rows without firing a row's delete trigger: each of these tables has
+        // a statement trigger for it. A table that others reference can be truncated only
+        // together with them (CASCADE): without, PostgreSQL refuses before any trigger runs.
+        for (table, message) in [
+            ("sessions", "sessions are never deleted"),
+            ("labels", "labels are never deleted"),
+            ("epochs", "epochs are history"),
+            ("audit_kinds", "audit kinds are fixed"),
+            ("audit", "the audit trail is append-only"),
+            ("audit_time_order", "audit_time_order is fixed"),
+        ] {
+            refused(&mut shell, &format!("TRUNCATE {table} CASCADE"), &[message]);
+            refused(
+                &mut shell,
+                &format!("TRUNCATE {table}"),
+                &[
+                    message,
+                    "cannot truncate a table referenced in a foreign key constraint",
+                ],
+            );
+        }
+        refused(
+            &mut shell,
+            "TRUNCATE sessions, labels, epochs, postures, command_patterns, override_scopes,
+                      audit_kinds, audit, audit_time_order",
+            &[TRIGGER],
+        );
+        assert_eq!(f.snapshot(), before);
+        Ok(())
+    }
+
+    #[test]
+    fn an_upsert_cannot_lower_a_label_reuse_an_id_or_rewrite_a_row_of_history() -> TestResult {
+        let f = fixture!(Engine::Postgres);
+        f.build("root > a");
+        f.raise("root", Some(Taint::Secret), true);
+        f.ledger.grant("a", PostureLevel::TrustReads, "op")?;
+        let head = f.ledger.audit_head()?;
+        let before = f.snapshot();
+        let mut shell = f.shell();
+        let hash = "a".repeat(64);
+        // `INSERT ... ON CONFLICT` runs the insert triggers on the proposed row first, and `DO
+        // UPDATE` then runs the update triggers on the row it changes: either refuses.
+        for (sql, expected) in [
+            (
+                format!(
+                    "INSERT INTO sessions (id, depth, origin, created_at)
+                     VALUES ('a', 0, 'root', '{T}')
+                     ON CONFLICT (id) DO UPDATE
+                     SET created_by = NULL, depth = 0, origin = 'root'"
+                ),
+                &["session ids are never reused"][..],
+            ),
+            (
+                format!(
+                    "INSERT INTO sessions (id, depth, origin, created_at)
+                     VALUES ('a', 0, 'root', '{T}') ON CONFLICT (id) DO NOTHING"
+                ),
+                &["session ids are never reused"],
+            ),
+            // A well-formed first label for the root, whose update lowers the stored one.
+            (
+                format!(
+                    "INSERT INTO labels (session_id, taint, untrusted, materialized_at,
+                                         materialized_how)
+                     VALUES ('root', 'private', false, '{T}', 'born')
+                     ON CONFLICT (session_id) DO UPDATE SET taint = 'public', untrusted = false"
+                ),
+                &["a label is materialized once"],
+            ),
+            // trust_reads widened to trust in place.
+            (
+                POSTURE_INSERT.replace(
+                    "{}",
+                    &format!(
+                        "'a', 'trust', 'granted', 'op', '{T}', 'a', NULL, '{T}', '[\"a\"]', 0"
+                    ),
+                ) + " ON CONFLICT (session_id) DO UPDATE SET posture = EXCLUDED.posture",
+                &["a posture only moves into a later epoch"],
+            ),
+            (
+                format!(
+                    "INSERT INTO epochs (epoch, started_at, started_by, durable)
+                     VALUES (0, '{T}', 'someone', true)
+                     ON CONFLICT (epoch) DO UPDATE
+                     SET started_by = EXCLUDED.started_by, durable = EXCLUDED.durable"
+                ),
+                &["epochs are history"],
+            ),
+            (
+                "INSERT INTO audit_kinds (kind, meaning) VALUES ('posture.revoke', 'nothing')
+                 ON CONFLICT (kind) DO UPDATE SET meaning = EXCLUDED.meaning"
+                    .to_owned(),
+                &["audit kinds are fixed"],
+            ),
+            // The head rewritten in place. A row that conflicts cannot extend the chain, so
+            // that trigger may be the one that refuses.
+            (
+                format!(
+                    "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                     VALUES ({}, '{LATER}', 'x', 'session.end', 'a', '{{}}', '{}', '{hash}')
+                     ON CONFLICT (seq) DO UPDATE SET actor = EXCLUDED.actor, hash = EXCLUDED.hash",
+                    head.seq,
+                    "0".repeat(64)
+                ),
+                &["append-only", "extend the hash chain"],
+            ),
+            (
+                "INSERT INTO audit_time_order (id, ordered_from) VALUES (1, 5)
+                 ON CONFLICT (id) DO UPDATE SET ordered_from = EXCLUDED.ordered_from"
+                    .to_owned(),
+                &["audit_time_order is fixed"],
+            ),
+        ] {
+            refused(&mut shell, &sql, expected);
+        }
+        assert_eq!(f.snapshot(), before);
+        Ok(())
+    }
+
+    /// The application role's URL for `f`'s ledger: the role's own URL with the ledger's
+    /// schema as its search_path, as the owner's URL has it. `None`, having said so, when the
+    /// test server names no application role.
+    fn application_role_url(f: &Fixture) -> Option<String> {
+        let Some(app) = std::env::var(APP_URL_VARIABLE)
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            if std::env::var("SESSION_LEDGER_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("{APP_URL_VARIABLE} is not set, and SESSION_LEDGER_REQUIRE_POSTGRES=1");
+            }
+            // Straight to the terminal: the test harness hides what a passing test prints.
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIPPED: the application role's tests do not run: {APP_URL_VARIABLE} is \
+                 not set (scripts/with-postgres sets it) ***\n"
+            );
+            return None;
+        };
+        let target = f.target();
+        let (_, options) = target
+            .split_once('?')
+            .expect("the ledger's URL names its schema in its options");
+        Some(format!("{app}?{options}"))
+    }
+
+    #[test]
+    fn the_application_role_cannot_rewrite_the_audit_trail_or_switch_a_trigger_off() -> TestResult {
+        let f = fixture!(Engine::Postgres);
+        let Some(app_url) = application_role_url(&f) else {
+            return Ok(());
+        };
+        f.build("root > a");
+        // The documented setup: the owner runs the roles file in the ledger's schema, in one
+        // transaction.
+        let roles = fs::read_to_string(package_file("docs/postgres-roles.sql"))?;
+        f.shell().run(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({ROLES_LOCK});\n{roles}\nCOMMIT;"
+        ))?;
+        let head = f.ledger.audit_head()?;
+        let before = f.snapshot();
+        let mut app = Shell::postgres(&app_url);
+        let denied = "permission denied for table";
+        let not_owner = "must be owner of";
+        let mut edits = vec![
+            (
+                "UPDATE audit SET actor = 'someone-else' WHERE seq = 1".to_owned(),
+                denied,
+            ),
+            ("UPDATE audit SET detail = '{}'".to_owned(), denied),
+            ("DELETE FROM audit WHERE seq = 1".to_owned(), denied),
+            ("DELETE FROM audit".to_owned(), denied),
+            ("TRUNCATE audit".to_owned(), denied),
+            (
+                "DROP TRIGGER audit_is_append_only_update ON audit".to_owned(),
+                not_owner,
+            ),
+            // Every trigger of the session, replication role off: owner or superuser only.
+            (
+                "SET session_replication_role = replica".to_owned(),
+                "permission denied to set parameter",
+            ),
+        ];
+        for table in [
+            "sessions",
+            "labels",
+            "epochs",
+            "postures",
+            "audit_kinds",
+            "audit",
+            "audit_time_order",
+        ] {
+            edits.push((
+                format!("ALTER TABLE {table} DISABLE TRIGGER USER"),
+                not_owner,
+            ));
+            edits.push((
+                format!("ALTER TABLE {table} DISABLE TRIGGER ALL"),
+                not_owner,
+            ));
+        }
+        edits.push((
+            "ALTER TABLE audit DISABLE TRIGGER audit_is_append_only_delete".to_owned(),
+            not_owner,
+        ));
+        for (sql, expected) in &edits {
+            refused(&mut app, sql, &[expected]);
+        }
+        // What the library does as this role, it may: append the next row of the chain.
+        accepted(
+            &mut app,
+            &format!(
+                "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                 VALUES ({}, '{LATER}', 'x', 'session.end', 'a', '{{}}', '{}', '{}')",
+                head.seq + 1,
+                head.hash,
+                "a".repeat(64)
+            ),
+        );
+        assert_eq!(f.snapshot(), before);
+        Ok(())
+    }
+
+    #[test]
+    fn every_time_column_is_a_timestamptz_held_to_whole_milliseconds() -> TestResult {
+        let f = fixture!(Engine::Postgres);
+        f.build("root > a b");
+        f.ledger.state("a")?;
+        let head = f.ledger.audit_head()?;
+        let before = f.snapshot();
+        let columns = time_columns(&head);
+        // Every column of the ledger's tables that holds a time, or is named for one, is a
+        // timestamptz, and they are the columns the contract lists.
+        let typed = f.query(
+            "SELECT c.table_name || '.' || c.column_name, c.data_type
+               FROM information_schema.columns AS c
+               JOIN information_schema.tables AS t USING (table_schema, table_name)
+              WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
+                AND t.table_name <> 'refinery_schema_history'
+                AND (c.data_type LIKE '%time%' OR c.data_type = 'date'
+                     OR c.column_name LIKE '%\\_at')
+              ORDER BY 1",
+        );
+        let mut expected: Vec<Vec<Option<String>>> = columns
+            .iter()
+            .map(|(column, _)| {
+                vec![
+                    Some((*column).to_owned()),
+                    Some("timestamp with time zone".to_owned()),
+                ]
+            })
+            .collect();
+        expected.sort();
+        assert_eq!(typed, expected);
+        // Whole milliseconds: the precision the library stores, and the chain hashes.
+        let mut shell = f.shell();
+        let check = says(Engine::Postgres).check;
+        for (column, template) in &columns {
+            accepted(&mut shell, &template.replace(AT, LATER));
+            for finer in [
+                "2999-01-01T00:00:00.000001Z",
+                "2999-01-01T00:00:00.123456Z",
+                "2999-01-01T01:00:00.0005+01:00",
+            ] {
+                let sql = template.replace(AT, finer);
+                let err = shell
+                    .run(&format!("BEGIN; {sql}; COMMIT;"))
+                    .expect_err(&format!("{column} took the time {finer:?}"));
+                shell.run("ROLLBACK").ok();
+                assert!(
+                    err.contains(check),
+                    "{column}: {finer:?} refused with `{err}`"
+                );
+            }
+        }
+        assert_eq!(f.snapshot(), before);
+        Ok(())
+    }
 }
 
 engine_tests! {
