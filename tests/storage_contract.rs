@@ -12,10 +12,12 @@
 //!   says so where it branches.
 //! - The contract's PostgreSQL-only part (`postgres_only`): `TRUNCATE`, upserts, the
 //!   application role of docs/postgres-roles.sql, and `timestamptz`.
-//! - The doc and the schema held together: every trigger of a fresh ledger names, in a comment
-//!   line of its body, a contract item that lists it; every trigger, constraint and code
-//!   fragment the doc cites exists; every test it cites exists; and the triggers are defined as
-//!   version 8 defined them, apart from that comment line (version 9 added it).
+//! - The doc and the schemas held together: every trigger of a fresh SQLite ledger names, in a
+//!   comment line of its body, a contract item that lists it; every trigger of the PostgreSQL
+//!   schema is cited by an item, by the item its SQLite namesake names; every trigger,
+//!   constraint and code fragment the doc cites exists in the engine it is cited for; every test
+//!   it cites exists, on the engines the doc says it runs on; and the SQLite triggers are
+//!   defined as version 8 defined them, apart from that comment line (version 9 added it).
 //!
 //! Each failure of the last kind names the doc's line.
 
@@ -37,6 +39,8 @@ use session_ledger::{AuditHead, Config, Ledger, ManualClock, PostureLevel, Taint
 const DOC: &str = "docs/storage-contract.md";
 /// What a helper that can fail returns.
 type Outcome<T> = Result<T, Box<dyn std::error::Error>>;
+/// The PostgreSQL schema, which the doc's `- PostgreSQL:` lines cite.
+const POSTGRES_SCHEMA: &str = "migrations/postgres/V1__ledger.sql";
 /// A time of the stored form, before anything the tests' ledgers write.
 const T: &str = "2026-01-01T00:00:00.000Z";
 /// A time of the stored form, after anything the tests' ledgers write.
@@ -1742,7 +1746,7 @@ fn a_version_8_ledger_upgrades_to_triggers_that_name_their_items_and_keeps_every
 }
 
 // ------------------------------------------------------------------------------------------------
-// The doc and the schema held together
+// The doc and the schemas held together
 // ------------------------------------------------------------------------------------------------
 
 /// The doc's problems, one a line; printed as they are when a test fails.
@@ -1774,7 +1778,8 @@ fn fail_with(problems: Vec<String>) -> TestResult {
     .into())
 }
 
-/// One field of an item: `- Rule:`, `- SQLite:` or `- Tests:`, with its continuation lines.
+/// One field of an item: `- Rule:`, `- SQLite:`, `- PostgreSQL:` or `- Tests:`, with its
+/// continuation lines.
 struct Field {
     line: usize,
     text: String,
@@ -1786,6 +1791,7 @@ struct Item {
     line: usize,
     rule: Option<Field>,
     sqlite: Option<Field>,
+    postgres: Option<Field>,
     tests: Option<Field>,
 }
 
@@ -1793,6 +1799,14 @@ impl Item {
     /// The backticked names of the `- SQLite:` field.
     fn enforced_by(&self) -> Vec<String> {
         self.sqlite
+            .as_ref()
+            .map(|f| backticked(&f.text))
+            .unwrap_or_default()
+    }
+
+    /// The backticked names of the `- PostgreSQL:` field.
+    fn enforced_on_postgres_by(&self) -> Vec<String> {
+        self.postgres
             .as_ref()
             .map(|f| backticked(&f.text))
             .unwrap_or_default()
@@ -1822,6 +1836,7 @@ fn contract_items() -> Vec<Item> {
             let slot = match name {
                 "rule" => &mut item.rule,
                 "sqlite" => &mut item.sqlite,
+                "postgres" => &mut item.postgres,
                 _ => &mut item.tests,
             };
             *slot = Some(field);
@@ -1849,6 +1864,7 @@ fn contract_items() -> Vec<Item> {
                             line: no,
                             rule: None,
                             sqlite: None,
+                            postgres: None,
                             tests: None,
                         });
                         in_item = true;
@@ -1871,6 +1887,7 @@ fn contract_items() -> Vec<Item> {
         for (prefix, name) in [
             ("- Rule:", "rule"),
             ("- SQLite:", "sqlite"),
+            ("- PostgreSQL:", "postgres"),
             ("- Tests:", "tests"),
         ] {
             if let Some(rest) = line.strip_prefix(prefix) {
@@ -1995,7 +2012,11 @@ fn every_contract_item_names_its_rule_its_enforcement_and_its_tests() -> TestRes
                 }
             }
         }
-        for (field, name) in [(&item.sqlite, "SQLite"), (&item.tests, "Tests")] {
+        for (field, name) in [
+            (&item.sqlite, "SQLite"),
+            (&item.postgres, "PostgreSQL"),
+            (&item.tests, "Tests"),
+        ] {
             match field {
                 None => problems.push(format!(
                     "{}: {} has no `- {name}:` line",
@@ -2118,12 +2139,76 @@ fn every_trigger_constraint_and_fragment_the_contract_cites_exists() -> TestResu
     fail_with(problems)
 }
 
+/// On which engines a cited test runs, as the `- Tests:` line says before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Runs {
+    /// `both engines:`, a test of `engine_tests!`.
+    Both,
+    /// `SQLite only:`, a plain test that never takes a PostgreSQL fixture.
+    Sqlite,
+    /// `PostgreSQL only:`, a plain test that takes a PostgreSQL fixture.
+    Postgres,
+    /// `no database:`, a plain test that opens no ledger.
+    NoDatabase,
+}
+
+const RUNS: [(&str, Runs); 4] = [
+    ("both engines:", Runs::Both),
+    ("SQLite only:", Runs::Sqlite),
+    ("PostgreSQL only:", Runs::Postgres),
+    ("no database:", Runs::NoDatabase),
+];
+
+/// The backticked names of `text`, each with the engines the nearest marker before it says
+/// (`None` when there is none).
+fn tests_by_engine(text: &str) -> Vec<(String, Option<Runs>)> {
+    let mut out = Vec::new();
+    let mut runs = None;
+    for (i, piece) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push((piece.to_owned(), runs));
+        } else if let Some((_, r)) = RUNS
+            .iter()
+            .filter_map(|(marker, r)| piece.rfind(marker).map(|at| (at, *r)))
+            .max_by_key(|(at, _)| *at)
+        {
+            runs = Some(r);
+        }
+    }
+    out
+}
+
+/// The names `engine_tests! { ... }` lists in a test file's text.
+fn engine_tests_of(text: &str) -> BTreeSet<String> {
+    let Some(start) = text.find("\nengine_tests! {") else {
+        return BTreeSet::new();
+    };
+    let body = &text[start..];
+    let body = &body[..body.find('}').unwrap_or(body.len())];
+    body.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| is_identifier(w) && *w != "engine_tests")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The text of `fn name(` in `text`, up to the next function or test attribute.
+fn function_text<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let start = text.find(&format!("fn {name}("))?;
+    let rest = &text[start + 3..];
+    let end = ["\nfn ", "\n    fn ", "#[test]"]
+        .iter()
+        .filter_map(|next| rest.find(next))
+        .min()
+        .unwrap_or(rest.len());
+    Some(&text[start..start + 3 + end])
+}
+
 #[test]
-fn every_test_the_contract_cites_exists() -> TestResult {
+fn every_test_the_contract_cites_exists_on_the_engines_it_names() -> TestResult {
     let mut problems = Vec::new();
     for item in contract_items() {
         let Some(field) = &item.tests else { continue };
-        for cited in backticked(&field.text) {
+        for (cited, runs) in tests_by_engine(&field.text) {
             let place = at(field.line);
             let id = &item.id;
             let Some((file, name)) = cited.split_once("::") else {
@@ -2139,14 +2224,225 @@ fn every_test_the_contract_cites_exists() -> TestResult {
                 ));
                 continue;
             }
-            match fs::read_to_string(package_file(file)) {
-                Err(_) => problems.push(format!(
+            let Ok(text) = fs::read_to_string(package_file(file)) else {
+                problems.push(format!(
                     "{place}: {id} cites a test in `{file}`, which does not exist"
-                )),
-                Ok(text) if !text.contains(&format!("fn {name}(")) => problems.push(format!(
+                ));
+                continue;
+            };
+            let Some(function) = function_text(&text, name) else {
+                problems.push(format!(
                     "{place}: {id} cites the test `{name}`, but `{file}` has no `fn {name}(`"
-                )),
-                Ok(_) => {}
+                ));
+                continue;
+            };
+            let Some(runs) = runs else {
+                problems.push(format!(
+                    "{place}: {id} cites `{cited}` without saying where it runs (`both \
+                     engines:`, `SQLite only:`, `PostgreSQL only:` or `no database:` before it)"
+                ));
+                continue;
+            };
+            let on_both = engine_tests_of(&text).contains(name);
+            let takes_postgres = function.contains("Engine::Postgres");
+            let opens_a_ledger = ["fixture!", "Fixture", "Ledger::open"]
+                .iter()
+                .any(|call| function.contains(call));
+            let wrong = match runs {
+                Runs::Both => (!on_both).then_some("is not in the file's `engine_tests!`"),
+                _ if on_both => Some("is in the file's `engine_tests!`: it runs on both engines"),
+                Runs::Sqlite => takes_postgres.then_some("takes a PostgreSQL fixture"),
+                Runs::Postgres => (!takes_postgres).then_some("takes no PostgreSQL fixture"),
+                Runs::NoDatabase => opens_a_ledger.then_some("opens a ledger"),
+            };
+            if let Some(wrong) = wrong {
+                problems.push(format!(
+                    "{place}: {id} says `{cited}` runs on {runs:?}, but it {wrong}"
+                ));
+            }
+        }
+    }
+    fail_with(problems)
+}
+
+/// What the PostgreSQL schema defines, read from its migration: the names it creates, the
+/// columns of each table, and its text.
+struct PostgresSchema {
+    /// Trigger names, each with the table it is on.
+    triggers: BTreeMap<String, String>,
+    /// Every table, index, view, function and trigger name.
+    objects: BTreeSet<String>,
+    /// `table.column` of every table's columns.
+    columns: BTreeSet<String>,
+    /// The types its columns are declared with (`text`, `timestamptz`, ...).
+    types: BTreeSet<String>,
+    text: String,
+}
+
+impl PostgresSchema {
+    fn read() -> PostgresSchema {
+        let text =
+            fs::read_to_string(package_file(POSTGRES_SCHEMA)).expect("read the PostgreSQL schema");
+        let mut schema = PostgresSchema {
+            triggers: BTreeMap::new(),
+            objects: BTreeSet::new(),
+            columns: BTreeSet::new(),
+            types: BTreeSet::new(),
+            text: String::new(),
+        };
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next() {
+            let name_after = |prefix: &str| {
+                line.strip_prefix(prefix).map(|rest| {
+                    rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap_or("")
+                        .to_owned()
+                })
+            };
+            if let Some(trigger) = name_after("CREATE TRIGGER ") {
+                // `BEFORE event ON table` is the statement's next line.
+                let table = lines
+                    .peek()
+                    .and_then(|l| l.split_once(" ON "))
+                    .and_then(|(_, after)| after.split_whitespace().next())
+                    .unwrap_or_default()
+                    .to_owned();
+                schema.objects.insert(trigger.clone());
+                schema.triggers.insert(trigger, table);
+            } else if let Some(table) = name_after("CREATE TABLE ") {
+                for column in lines.by_ref().take_while(|l| !l.starts_with(");")) {
+                    let column = column.trim();
+                    let mut words = column.split_whitespace();
+                    let word = words.next().unwrap_or("");
+                    let constraint = ["CHECK", "PRIMARY", "UNIQUE", "FOREIGN", "--"]
+                        .iter()
+                        .any(|k| word.starts_with(k));
+                    if column.starts_with(|c: char| c.is_ascii_lowercase()) && !constraint {
+                        schema.columns.insert(format!("{table}.{word}"));
+                        if let Some(declared) = words.next() {
+                            schema.types.insert(declared.to_owned());
+                        }
+                    }
+                }
+                schema.objects.insert(table);
+            } else if let Some(name) = ["CREATE INDEX ", "CREATE VIEW ", "CREATE FUNCTION "]
+                .iter()
+                .find_map(|prefix| name_after(prefix))
+            {
+                schema.objects.insert(name);
+            }
+        }
+        schema.text = text;
+        schema
+    }
+}
+
+#[test]
+fn every_trigger_constraint_and_fragment_a_postgres_line_cites_exists() -> TestResult {
+    let schema = PostgresSchema::read();
+    assert!(
+        schema.triggers.len() >= 30 && schema.columns.contains("audit.prev_hash"),
+        "{POSTGRES_SCHEMA} read as {} triggers and {} columns",
+        schema.triggers.len(),
+        schema.columns.len()
+    );
+    let mut engine = Vec::new();
+    sources(&package_file("src/storage/postgres"), &mut engine);
+    let mut code = Vec::new();
+    sources(&package_file("src"), &mut code);
+    let roles = fs::read_to_string(package_file("docs/postgres-roles.sql"))?;
+    let verify = fs::read_to_string(package_file("docs/postgres-verify.sql"))?;
+    // A fragment is in the schema, in the engine's code, in the documented role setup, or in
+    // the psql verifier.
+    let places = squeezed(
+        &[schema.text.as_str(), roles.as_str(), verify.as_str()]
+            .into_iter()
+            .chain(engine.iter().map(|(_, t)| t.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let mut problems = Vec::new();
+    for item in contract_items() {
+        let Some(field) = &item.postgres else {
+            continue;
+        };
+        for cited in backticked(&field.text) {
+            let place = at(field.line);
+            let id = &item.id;
+            if is_identifier(&cited) {
+                if !schema.objects.contains(&cited) && !schema.types.contains(&cited) {
+                    problems.push(format!(
+                        "{place}: {id} cites `{cited}`, but {POSTGRES_SCHEMA} creates no \
+                         trigger, function, index, table or view of that name, nor declares a \
+                         column of that type"
+                    ));
+                }
+            } else if let Some((table, column)) = cited
+                .split_once('.')
+                .filter(|(t, c)| is_identifier(t) && is_identifier(c))
+            {
+                if !schema.columns.contains(&format!("{table}.{column}")) {
+                    problems.push(format!(
+                        "{place}: {id} cites the column `{cited}`, which {POSTGRES_SCHEMA} does \
+                         not create"
+                    ));
+                }
+            } else if let Some(function) = cited.strip_suffix("()").filter(|f| is_identifier(f)) {
+                let definition = format!("fn {function}(");
+                let in_sql = format!("CREATE FUNCTION {function}(");
+                if !code.iter().any(|(_, text)| text.contains(&definition))
+                    && !schema.text.contains(&in_sql)
+                {
+                    problems.push(format!(
+                        "{place}: {id} cites `{cited}`, but no `{definition}` is under src/ and \
+                         no `{in_sql}` in {POSTGRES_SCHEMA}"
+                    ));
+                }
+            } else if cited.starts_with("docs/") || cited.starts_with("migrations/") {
+                if !package_file(&cited).is_file() {
+                    problems.push(format!(
+                        "{place}: {id} cites the file `{cited}`, which does not exist"
+                    ));
+                }
+            } else if !places.contains(&squeezed(&cited)) {
+                problems.push(format!(
+                    "{place}: {id} cites `{cited}`, which is not in {POSTGRES_SCHEMA}, the \
+                     engine's code under src/storage/postgres/, docs/postgres-roles.sql or \
+                     docs/postgres-verify.sql"
+                ));
+            }
+        }
+    }
+    fail_with(problems)
+}
+
+#[test]
+fn every_postgres_trigger_is_cited_by_the_item_its_sqlite_namesake_names() -> TestResult {
+    let schema = PostgresSchema::read();
+    let sqlite = FreshSchema::new();
+    let items = contract_items();
+    let mut problems = Vec::new();
+    for (trigger, table) in &schema.triggers {
+        let citing: Vec<&Item> = items
+            .iter()
+            .filter(|i| i.enforced_on_postgres_by().iter().any(|n| n == trigger))
+            .collect();
+        if citing.is_empty() {
+            problems.push(format!(
+                "the trigger `{trigger}` on {table} of {POSTGRES_SCHEMA} is on no item's \
+                 `- PostgreSQL:` line"
+            ));
+        }
+        // The same name keeps the same item on both engines.
+        if let Some(sql) = sqlite.triggers.get(trigger) {
+            for (_, id, _) in contract_lines(sql) {
+                if !citing.iter().any(|i| i.id == id) {
+                    problems.push(format!(
+                        "the trigger `{trigger}` names {id} in the SQLite schema, but {id}'s \
+                         `- PostgreSQL:` line does not cite it"
+                    ));
+                }
             }
         }
     }
