@@ -1,93 +1,206 @@
-//! The schema as people see it in the sqlite3 shell, the rules it enforces by itself, and the
-//! files the ledger refuses to open.
+//! The schema as people see it in the sqlite3 shell, the rules it enforces by itself (on every
+//! engine: `sqlite::` and `postgres::` tests), and the files the ledger refuses to open.
 
+#[macro_use]
 mod common;
 
 use std::fs;
 
-use common::{raw, Fixture, TestResult};
+use common::{raw, Engine, Fixture, TestResult};
 use session_ledger::{AuditKind, Config, Error, Ledger, StorageError};
 
-#[test]
-fn audit_rows_cannot_be_updated_or_deleted() -> TestResult {
-    let f = Fixture::new();
+/// Runs `sql` as a hand edit and expects the schema to refuse it with a message containing one
+/// of `expected`.
+fn refused(f: &Fixture, sql: &str, expected: &[&str]) {
+    let err = f.exec(sql).expect_err(sql);
+    assert!(
+        expected.iter().any(|e| err.contains(e)),
+        "{sql}: refused with `{err}`, not with one of {expected:?}"
+    );
+}
+
+/// What each engine says when a `CHECK` constraint refuses a row.
+fn check_failed(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => "CHECK constraint failed",
+        Engine::Postgres => "violates check constraint",
+    }
+}
+
+fn audit_rows_cannot_be_updated_or_deleted(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
-    let conn = f.sql();
+    let insert = "INSERT INTO audit (seq, at, actor, kind, session_id, detail)
+         VALUES (1, '2026-01-01T00:00:00.000Z', 'x', 'session.root', 'root', '{}')";
+    let replace = match engine {
+        Engine::Sqlite => insert.replacen("INSERT", "INSERT OR REPLACE", 1),
+        // PostgreSQL's replacing insert.
+        Engine::Postgres => format!("{insert} ON CONFLICT (seq) DO UPDATE SET actor = 'x'"),
+    };
     for sql in [
         "UPDATE audit SET actor = 'someone-else' WHERE seq = 1",
         "UPDATE audit SET detail = '{}' WHERE seq = 2",
         "DELETE FROM audit WHERE seq = 1",
         "DELETE FROM audit",
-        "INSERT OR REPLACE INTO audit (seq, at, actor, kind, session_id, detail)
-         VALUES (1, '2026-01-01T00:00:00.000Z', 'x', 'session.root', 'root', '{}')",
+        &replace,
     ] {
-        let err = conn.execute(sql, []).expect_err(sql);
-        let message = err.to_string();
-        assert!(
-            message.contains("append-only") || message.contains("extend the hash chain"),
-            "{sql}: {err}"
-        );
+        refused(&f, sql, &["append-only", "extend the hash chain"]);
     }
     assert_eq!(f.snapshot(), before);
     Ok(())
 }
 
-#[test]
-fn the_library_knows_exactly_the_audit_kinds_of_a_fresh_ledgers_table() -> TestResult {
-    let f = Fixture::new();
-    let conn = f.sql();
-    let mut stmt = conn.prepare("SELECT kind FROM audit_kinds ORDER BY kind")?;
-    let table = stmt
-        .query_map([], |row| row.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
+fn the_library_knows_exactly_the_audit_kinds_of_a_fresh_ledgers_table(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    let table: Vec<String> = f
+        .query("SELECT kind FROM audit_kinds ORDER BY kind")
+        .into_iter()
+        .map(|row| row[0].clone().expect("a kind"))
+        .collect();
     let mut known: Vec<String> = AuditKind::ALL.iter().map(|k| k.to_string()).collect();
     known.sort();
     assert_eq!(known, table);
     Ok(())
 }
 
-#[test]
-fn audit_rows_need_a_known_kind_and_a_json_object() -> TestResult {
-    let f = Fixture::new();
-    let conn = f.sql();
-    for sql in [
-        "INSERT INTO audit (at, actor, kind, detail) VALUES ('2026-01-01T00:00:00.000Z', 'x', 'made.up', '{}')",
-        "INSERT INTO audit (at, actor, kind, detail) VALUES ('2026-01-01T00:00:00.000Z', 'x', 'session.root', 'not json')",
-        "INSERT INTO audit (at, actor, kind, detail) VALUES ('2026-01-01T00:00:00.000Z', 'x', 'session.root', '[1]')",
-        "INSERT INTO audit (at, actor, kind, detail) VALUES ('yesterday', 'x', 'session.root', '{}')",
-    ] {
-        conn.execute(sql, []).expect_err(sql);
+fn audit_rows_need_a_known_kind_and_a_json_object(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let before = f.snapshot();
+    // The first row of the chain in every respect but the one value given.
+    let row = |at: &str, actor: &str, kind: &str, session: &str, detail: &str| {
+        format!(
+            "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+             VALUES (1, '{at}', '{actor}', '{kind}', {session}, '{detail}', '{}', '{}')",
+            "0".repeat(64),
+            "a".repeat(64)
+        )
+    };
+    const T: &str = "2026-01-01T00:00:00.000Z";
+    // The control: the row itself is well formed (and rolled back).
+    let mut shell = f.shell();
+    shell.run(&format!(
+        "BEGIN; {};",
+        row(T, "x", "session.root", "'root'", "{}")
+    ))?;
+    shell.run("ROLLBACK")?;
+    let check = check_failed(engine);
+    let not_json = match engine {
+        // json_valid() in the CHECK.
+        Engine::Sqlite => check,
+        // The CHECK's cast to json refuses it.
+        Engine::Postgres => "invalid input syntax for type json",
+    };
+    let long_actor = "x".repeat(65);
+    let long_id = format!("'{}'", "s".repeat(129));
+    let mut cases = vec![
+        (
+            row(T, "x", "made.up", "NULL", "{}"),
+            vec!["unknown audit kind", "FOREIGN KEY"],
+        ),
+        (
+            row(T, "x", "session.root", "NULL", "not json"),
+            vec![not_json],
+        ),
+        (row(T, "x", "session.root", "NULL", "[1]"), vec![check]),
+        (row(T, "x", "session.root", "NULL", "1"), vec![check]),
+        (row(T, "", "session.root", "NULL", "{}"), vec![check]),
+        (
+            row(T, &long_actor, "session.root", "NULL", "{}"),
+            vec![check],
+        ),
+        (row(T, "x", "session.root", "''", "{}"), vec![check]),
+        (row(T, "x", "session.root", &long_id, "{}"), vec![check]),
+        (
+            row("not a time", "x", "session.root", "NULL", "{}"),
+            vec![check, "time"],
+        ),
+    ];
+    if engine == Engine::Sqlite {
+        // PostgreSQL reads this as a time: midnight of the day before.
+        cases.push((
+            row("yesterday", "x", "session.root", "NULL", "{}"),
+            vec![check, "time"],
+        ));
+    }
+    for (sql, expected) in &cases {
+        refused(&f, sql, expected);
     }
     assert_eq!(f.count("audit"), 0);
+    assert_eq!(f.snapshot(), before);
     Ok(())
 }
 
-#[test]
-fn sessions_cannot_be_deleted_reused_or_have_their_lineage_changed() -> TestResult {
-    let f = Fixture::new();
+fn sessions_cannot_be_deleted_reused_or_have_their_lineage_changed(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
     f.build("root > a b");
     f.ledger.end("b", "test")?;
     let before = f.snapshot();
-    let conn = f.sql();
-    for sql in [
-        "DELETE FROM sessions WHERE id = 'a'",
-        "UPDATE sessions SET created_by = 'a' WHERE id = 'b'",
-        "UPDATE sessions SET depth = 5 WHERE id = 'a'",
-        "UPDATE sessions SET id = 'z' WHERE id = 'a'",
-        "UPDATE sessions SET ended_at = NULL WHERE id = 'b'",
-        "INSERT OR REPLACE INTO sessions (id, depth, origin, created_at)
-         VALUES ('a', 0, 'root', '2026-01-01T00:00:00.000Z')",
-        "INSERT INTO sessions (id, created_by, depth, origin, created_at)
-         VALUES ('c', 'root', 7, 'created', '2026-01-01T00:00:00.000Z')",
-        "INSERT INTO sessions (id, created_by, depth, origin, created_at)
-         VALUES ('d', 'nobody', 1, 'created', '2026-01-01T00:00:00.000Z')",
-        "INSERT INTO sessions (id, depth, origin, created_at)
-         VALUES ('e', 0, 'sideways', '2026-01-01T00:00:00.000Z')",
-        "INSERT INTO sessions (id, depth, origin, created_at)
-         VALUES ('has space', 0, 'root', '2026-01-01T00:00:00.000Z')",
+    let reuse = "INSERT INTO sessions (id, depth, origin, created_at)
+         VALUES ('a', 0, 'root', '2026-01-01T00:00:00.000Z')";
+    let replace = match engine {
+        Engine::Sqlite => reuse.replacen("INSERT", "INSERT OR REPLACE", 1),
+        // PostgreSQL's replacing insert.
+        Engine::Postgres => format!(
+            "{reuse} ON CONFLICT (id) DO UPDATE SET created_by = NULL, depth = 0, origin = 'root'"
+        ),
+    };
+    let check = check_failed(engine);
+    for (sql, expected) in [
+        ("DELETE FROM sessions WHERE id = 'a'", "never deleted"),
+        ("DELETE FROM sessions", "never deleted"),
+        (
+            "UPDATE sessions SET created_by = 'a' WHERE id = 'b'",
+            "lineage is immutable",
+        ),
+        (
+            "UPDATE sessions SET depth = 5 WHERE id = 'a'",
+            "lineage is immutable",
+        ),
+        (
+            "UPDATE sessions SET id = 'z' WHERE id = 'a'",
+            "lineage is immutable",
+        ),
+        (
+            "UPDATE sessions SET ended_at = NULL WHERE id = 'b'",
+            "stays ended",
+        ),
+        (
+            "UPDATE sessions SET ended_at = '2999-01-01T00:00:00.000Z' WHERE id = 'b'",
+            "stays ended",
+        ),
+        (reuse, "never reused"),
+        (&replace, "never reused"),
+        (
+            "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+             VALUES ('c', 'root', 7, 'created', '2026-01-01T00:00:00.000Z')",
+            "one level below an existing creator",
+        ),
+        (
+            "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+             VALUES ('d', 'nobody', 1, 'created', '2026-01-01T00:00:00.000Z')",
+            "one level below an existing creator",
+        ),
+        (
+            "INSERT INTO sessions (id, depth, origin, created_at)
+             VALUES ('e', 0, 'sideways', '2026-01-01T00:00:00.000Z')",
+            check,
+        ),
+        (
+            "INSERT INTO sessions (id, depth, origin, created_at)
+             VALUES ('has space', 0, 'root', '2026-01-01T00:00:00.000Z')",
+            check,
+        ),
+        (
+            "INSERT INTO sessions (id, created_by, depth, origin, created_at)
+             VALUES ('c', 'root', 1, 'created', '2026-01-01T00:00:00.000Z');
+             UPDATE sessions SET ended_at = '2025-01-01T00:00:00.000Z' WHERE id = 'c'",
+            check,
+        ),
     ] {
-        conn.execute(sql, []).expect_err(sql);
+        refused(&f, sql, &[expected]);
     }
     assert_eq!(f.snapshot(), before);
     Ok(())
@@ -606,4 +719,11 @@ fn revocations_written_before_version_8_are_told_apart_by_the_first_row_of_their
         .collect::<Result<_, _>>()?;
     assert_eq!(ids, [(1, 1), (2, 1), (3, 3), (5, 5), (6, 5), (9, 9)]);
     Ok(())
+}
+
+engine_tests! {
+    audit_rows_cannot_be_updated_or_deleted,
+    the_library_knows_exactly_the_audit_kinds_of_a_fresh_ledgers_table,
+    audit_rows_need_a_known_kind_and_a_json_object,
+    sessions_cannot_be_deleted_reused_or_have_their_lineage_changed,
 }

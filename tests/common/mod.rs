@@ -3,10 +3,11 @@
 //! The behaviour suites run once per storage engine: a test is a function of the [`Engine`], it
 //! takes its ledger with [`fixture!`], and [`engine_tests!`] makes a test per engine of it
 //! (`sqlite::NAME`). A [`Fixture`] offers what a test needs of the database underneath in
-//! engine-neutral calls: [`Fixture::count`], [`Fixture::snapshot`], and hand edits
+//! engine-neutral calls: [`Fixture::count`], [`Fixture::snapshot`], hand edits
 //! ([`Fixture::exec`], [`Fixture::tamper`]) as someone with the engine's own shell would make
-//! them. Suites about one engine's file itself (the SQLite file's header, its WAL, a read-only
-//! file, a crash) use [`Fixture::new`] and [`Fixture::sql`] directly.
+//! them, and that shell itself, kept open across statements ([`Fixture::shell`]). Suites about
+//! one engine's file itself (the SQLite file's header, its WAL, a read-only file, a crash) use
+//! [`Fixture::new`] and [`Fixture::sql`] directly.
 #![allow(dead_code)]
 
 pub mod cli;
@@ -202,30 +203,18 @@ impl Fixture {
     /// own shell.
     pub fn query(&self, sql: &str) -> Vec<Vec<Option<String>>> {
         match self.engine {
-            Engine::Sqlite => {
-                let conn = self.sql();
-                let mut stmt = conn.prepare(sql).expect(sql);
-                let columns = stmt.column_count();
-                let rows = stmt
-                    .query_map([], |row| {
-                        (0..columns)
-                            .map(|i| {
-                                Ok(match row.get::<_, rusqlite::types::Value>(i)? {
-                                    rusqlite::types::Value::Null => None,
-                                    rusqlite::types::Value::Integer(n) => Some(n.to_string()),
-                                    rusqlite::types::Value::Real(x) => Some(x.to_string()),
-                                    rusqlite::types::Value::Text(t) => Some(t),
-                                    rusqlite::types::Value::Blob(b) => {
-                                        Some(String::from_utf8_lossy(&b).into_owned())
-                                    }
-                                })
-                            })
-                            .collect::<rusqlite::Result<Vec<_>>>()
-                    })
-                    .expect(sql);
-                rows.collect::<rusqlite::Result<Vec<_>>>().expect(sql)
-            }
+            Engine::Sqlite => sqlite_rows(&self.sql(), sql),
             Engine::Postgres => self.place().query(sql),
+        }
+    }
+
+    /// A session of the engine's own shell on this ledger (`sqlite3` on the file, `psql` as the
+    /// owner role), kept open across statements: for a test that holds a transaction open while
+    /// the library works beside it, or that sets its session up first.
+    pub fn shell(&self) -> Shell {
+        match self.engine {
+            Engine::Sqlite => Shell::Sqlite(self.sql()),
+            Engine::Postgres => Shell::Postgres(self.place().client()),
         }
     }
 
@@ -296,6 +285,64 @@ impl Fixture {
             .raise(id, Raise { taint, untrusted }, "test")
             .expect("raise");
     }
+}
+
+/// A session of an engine's own shell, kept open across statements ([`Fixture::shell`]). Each
+/// call runs its statements as they are: no transaction is added, so a test can hold one open
+/// across calls (`BEGIN` in one call, `COMMIT` in a later one).
+pub enum Shell {
+    /// A plain connection to the file, as the `sqlite3` shell has (foreign keys off).
+    Sqlite(rusqlite::Connection),
+    /// A connection to the database, as `psql` has.
+    Postgres(postgres::Client),
+}
+
+impl Shell {
+    /// A `psql` session at `url`: another role's, say, for the same database.
+    pub fn postgres(url: &str) -> Shell {
+        Shell::Postgres(postgres_place::connect(url))
+    }
+
+    /// Runs `sql` (one statement or several); the error is the database's message. After a
+    /// failure inside a transaction the transaction is still open: `ROLLBACK` ends it.
+    pub fn run(&mut self, sql: &str) -> Result<(), String> {
+        match self {
+            Shell::Sqlite(conn) => conn.execute_batch(sql).map_err(|e| e.to_string()),
+            Shell::Postgres(client) => client.batch_execute(sql).map_err(postgres_place::message),
+        }
+    }
+
+    /// Every row `sql` returns, each value as text (`None` for NULL), as [`Fixture::query`].
+    pub fn query(&mut self, sql: &str) -> Vec<Vec<Option<String>>> {
+        match self {
+            Shell::Sqlite(conn) => sqlite_rows(conn, sql),
+            Shell::Postgres(client) => postgres_place::rows(client, sql),
+        }
+    }
+}
+
+/// Every row `sql` returns on `conn`, each value as text (`None` for NULL).
+fn sqlite_rows(conn: &rusqlite::Connection, sql: &str) -> Vec<Vec<Option<String>>> {
+    let mut stmt = conn.prepare(sql).expect(sql);
+    let columns = stmt.column_count();
+    let rows = stmt
+        .query_map([], |row| {
+            (0..columns)
+                .map(|i| {
+                    Ok(match row.get::<_, rusqlite::types::Value>(i)? {
+                        rusqlite::types::Value::Null => None,
+                        rusqlite::types::Value::Integer(n) => Some(n.to_string()),
+                        rusqlite::types::Value::Real(x) => Some(x.to_string()),
+                        rusqlite::types::Value::Text(t) => Some(t),
+                        rusqlite::types::Value::Blob(b) => {
+                            Some(String::from_utf8_lossy(&b).into_owned())
+                        }
+                    })
+                })
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .expect(sql);
+    rows.collect::<rusqlite::Result<Vec<_>>>().expect(sql)
 }
 
 /// The statements that drop the audit table's triggers, and those that create them again as

@@ -47,8 +47,33 @@ pub fn server() -> Option<String> {
     }
 }
 
-fn connect(url: &str) -> Client {
+/// A client of the test server at `url`.
+pub fn connect(url: &str) -> Client {
     Client::connect(url, NoTls).expect("connect to the test server")
+}
+
+/// The server's message for a failed statement, as psql prints it after `ERROR:`.
+pub fn message(e: postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => e.to_string(),
+    }
+}
+
+/// Every row of `sql` on `client`, each value as text (`None` for NULL).
+pub fn rows(client: &mut Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    let messages = client.simple_query(sql).expect(sql);
+    messages
+        .into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `url` with `search_path` set to `schema` first, then `public` (where pgcrypto is).
@@ -91,24 +116,14 @@ impl Place {
         with_search_path(&self.base, &self.schema)
     }
 
-    fn client(&self) -> Client {
+    /// A new connection to the ledger, as the owner role.
+    pub fn client(&self) -> Client {
         connect(&self.url())
     }
 
     /// Every row of `sql`, each value as text (`None` for NULL).
     pub fn query(&self, sql: &str) -> Vec<Vec<Option<String>>> {
-        let messages = self.client().simple_query(sql).expect(sql);
-        messages
-            .into_iter()
-            .filter_map(|m| match m {
-                SimpleQueryMessage::Row(row) => Some(
-                    (0..row.len())
-                        .map(|i| row.get(i).map(str::to_owned))
-                        .collect(),
-                ),
-                _ => None,
-            })
-            .collect()
+        rows(&mut self.client(), sql)
     }
 
     /// Every row of every table of the schema, as text, sorted: to compare before and after.
@@ -133,10 +148,7 @@ impl Place {
         let mut client = self.client();
         client
             .batch_execute(&format!("BEGIN;\n{sql};\nCOMMIT;"))
-            .map_err(|e| match e.as_db_error() {
-                Some(db) => db.message().to_owned(),
-                None => e.to_string(),
-            })
+            .map_err(message)
     }
 
     /// `sql` with the audit table's triggers switched off, as its owner could; they are on
