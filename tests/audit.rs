@@ -347,20 +347,31 @@ fn unbounded() -> Config {
         .creation_rate(u32::MAX, Duration::from_secs(1))
 }
 
-/// How many audit rows the large ledger has: 100,000 on SQLite; 20,000 on PostgreSQL, where
-/// each of the 7,000 creates that build them is a transaction of a dozen round trips to the
-/// server, and the 33,000 that 100,000 rows take would be most of the suite's time.
-fn large_rows(engine: Engine) -> usize {
+/// How many audit rows the large ledger has.
+const LARGE_ROWS: usize = 100_000;
+
+/// The large ledger on `engine`: built through the library on SQLite; on PostgreSQL, built so in
+/// a SQLite file and moved over with `Ledger::copy_into`, since each of its 33,000 creates would
+/// be a transaction of a dozen round trips to the server, most of the suite's time. The rows are
+/// the same either way, and the copy is verified before it commits.
+fn large_ledger(engine: Engine) -> Option<Fixture> {
+    let built = Fixture::with(unbounded());
+    grow_large(&built, LARGE_ROWS);
     match engine {
-        Engine::Sqlite => 100_000,
-        Engine::Postgres => 20_000,
+        Engine::Sqlite => Some(built),
+        Engine::Postgres => {
+            let moved = Fixture::on(engine, unbounded())?;
+            built.ledger.copy_into(&moved.ledger).expect("copy");
+            Some(moved)
+        }
     }
 }
 
 fn the_rust_verifier_and_the_sql_query_agree_on_a_large_ledger(engine: Engine) -> TestResult {
-    let f = fixture!(engine, unbounded());
-    let rows = large_rows(engine);
-    grow_large(&f, rows);
+    let Some(f) = large_ledger(engine) else {
+        return Ok(());
+    };
+    let rows = LARGE_ROWS;
     let v = f.ledger.verify(None)?;
     assert!(v.rows >= rows as u64, "{} rows", v.rows);
     assert!(v.ok);
