@@ -39,8 +39,8 @@ use session_ledger::{AuditHead, Config, Ledger, ManualClock, PostureLevel, Taint
 const DOC: &str = "docs/storage-contract.md";
 /// What a helper that can fail returns.
 type Outcome<T> = Result<T, Box<dyn std::error::Error>>;
-/// The PostgreSQL schema, which the doc's `- PostgreSQL:` lines cite.
-const POSTGRES_SCHEMA: &str = "migrations/postgres/V1__ledger.sql";
+/// The PostgreSQL schema, which the doc's `- PostgreSQL:` lines cite: every migration in it.
+const POSTGRES_SCHEMA: &str = "migrations/postgres/";
 /// A time of the stored form, before anything the tests' ledgers write.
 const T: &str = "2026-01-01T00:00:00.000Z";
 /// A time of the stored form, after anything the tests' ledgers write.
@@ -650,8 +650,17 @@ fn every_time_column_refuses_a_time_of_another_form(engine: Engine) -> TestResul
     let head = f.ledger.audit_head()?;
     let before = f.snapshot();
     let mut shell = f.shell();
-    // Finer than a millisecond, or not a time at all: refused on both engines.
-    let mut bad = vec!["2999-01-01T00:00:00.0001Z", "", "not a time"];
+    // Finer than a millisecond, not a time at all, or a time without a four-digit year's
+    // text (PostgreSQL reads each of the last four as a time): refused on both engines.
+    let mut bad = vec![
+        "2999-01-01T00:00:00.0001Z",
+        "",
+        "not a time",
+        "infinity",
+        "-infinity",
+        "29990-01-01T00:00:00.000Z",
+        "0044-03-15T00:00:00.000Z BC",
+    ];
     if engine == Engine::Sqlite {
         // SQLite stores the text, so only its one form is a time. PostgreSQL reads each of
         // these as the time it spells (its input syntax for a timestamptz) and stores the
@@ -662,7 +671,6 @@ fn every_time_column_refuses_a_time_of_another_form(engine: Engine) -> TestResul
             "2999-01-01T00:00:00.0000Z",
             "2999-01-01T00:00:00.000+00:00",
             "2999-01-01t00:00:00.000z",
-            "29990-01-01T00:00:00.000Z",
             "tomorrow",
         ]);
     }
@@ -1250,6 +1258,7 @@ mod postgres_only {
     use std::io::Write as _;
 
     use super::*;
+    use common::postgres_place::Place;
 
     /// The variable naming the test server's database as the application role
     /// (scripts/with-postgres sets it).
@@ -1486,6 +1495,82 @@ mod postgres_only {
             ),
         );
         assert_eq!(f.snapshot(), before);
+        Ok(())
+    }
+
+    mod postgres_migrations {
+        refinery::embed_migrations!("migrations/postgres");
+    }
+
+    /// A schema at PostgreSQL version 1 with a session in it, written as version 1 allowed:
+    /// `created_at` as given.
+    fn version_1_ledger_with_a_root_created_at(created_at: &str) -> Option<Place> {
+        let place = Place::new()?;
+        let mut client = place.client();
+        postgres_migrations::migrations::runner()
+            .set_target(refinery::Target::Version(1))
+            .run(&mut client)
+            .expect("migrate to version 1");
+        client
+            .execute(
+                "INSERT INTO sessions (id, depth, origin, created_at)
+                 VALUES ('root', 0, 'root', $1::text::timestamptz)",
+                &[&created_at],
+            )
+            .expect("a root at version 1");
+        client
+            .execute(
+                "INSERT INTO labels (session_id, taint, untrusted, materialized_at,
+                                     materialized_how)
+                 VALUES ('root', 'private', false, $1::text::timestamptz, 'born')",
+                &[&T],
+            )
+            .expect("its label at version 1");
+        Some(place)
+    }
+
+    #[test]
+    fn a_version_1_ledger_upgrades_to_times_held_in_range_and_keeps_its_rows() -> TestResult {
+        let Some(place) = version_1_ledger_with_a_root_created_at(T) else {
+            return Ok(());
+        };
+        let ledger = Ledger::open(place.url())?;
+        assert_eq!(
+            ledger.session("root")?.map(|s| s.id),
+            Some("root".to_owned())
+        );
+        let version = place.query("SELECT max(version) FROM refinery_schema_history");
+        assert_eq!(version[0][0].as_deref(), Some("2"));
+        let refused = place.exec("UPDATE sessions SET ended_at = 'infinity' WHERE id = 'root'");
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.contains("sessions_ended_at_in_range")),
+            "{refused:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_version_1_ledger_holding_an_infinite_time_is_not_upgraded_and_left_as_it_was() -> TestResult
+    {
+        let Some(place) = version_1_ledger_with_a_root_created_at("infinity") else {
+            return Ok(());
+        };
+        let before = place.dump();
+        let refused = Ledger::open(place.url());
+        let Err(e) = &refused else {
+            panic!("a ledger with an infinite time was opened: {refused:?}");
+        };
+        assert!(
+            e.to_string().contains("sessions_created_at_in_range"),
+            "{e}"
+        );
+        assert_eq!(
+            place.dump(),
+            before,
+            "the failed migration left nothing behind"
+        );
         Ok(())
     }
 
@@ -2281,8 +2366,26 @@ struct PostgresSchema {
 
 impl PostgresSchema {
     fn read() -> PostgresSchema {
-        let text =
-            fs::read_to_string(package_file(POSTGRES_SCHEMA)).expect("read the PostgreSQL schema");
+        let mut files: Vec<PathBuf> = fs::read_dir(package_file(POSTGRES_SCHEMA))
+            .expect("the PostgreSQL migrations")
+            .map(|entry| entry.expect("a migration").path())
+            .collect();
+        // In version order (V1, V2, …, as refinery runs them), one text.
+        files.sort_by_key(|path| {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            name.trim_start_matches('V')
+                .split("__")
+                .next()
+                .and_then(|v| v.parse::<u32>().ok())
+                .unwrap_or(u32::MAX)
+        });
+        let text: String = files
+            .iter()
+            .map(|path| fs::read_to_string(path).expect("read a PostgreSQL migration") + "\n")
+            .collect();
         let mut schema = PostgresSchema {
             triggers: BTreeMap::new(),
             objects: BTreeSet::new(),
@@ -2331,6 +2434,13 @@ impl PostgresSchema {
                 .find_map(|prefix| name_after(prefix))
             {
                 schema.objects.insert(name);
+            } else if let Some(name) = line
+                .trim_start()
+                .strip_prefix("ADD CONSTRAINT ")
+                .and_then(|rest| rest.split_whitespace().next())
+            {
+                // A constraint a later migration adds to a table (`ALTER TABLE … ADD CONSTRAINT`).
+                schema.objects.insert(name.to_owned());
             }
         }
         schema.text = text;
@@ -2374,7 +2484,7 @@ fn every_trigger_constraint_and_fragment_a_postgres_line_cites_exists() -> TestR
                 if !schema.objects.contains(&cited) && !schema.types.contains(&cited) {
                     problems.push(format!(
                         "{place}: {id} cites `{cited}`, but {POSTGRES_SCHEMA} creates no \
-                         trigger, function, index, table or view of that name, nor declares a \
+                         trigger, function, index, table, view or constraint of that name, nor declares a \
                          column of that type"
                     ));
                 }

@@ -234,3 +234,19 @@ impl From<r2d2::Error> for Error {
         crate::error::EngineError::new("connection pool", false, e).into()
     }
 }
+
+impl From<refinery::Error> for Error {
+    fn from(e: refinery::Error) -> Self {
+        // refinery's line names the step and the engine error's kind ("db error"); what the
+        // database said (the constraint a row broke) is the innermost error underneath.
+        let mut innermost: &dyn std::error::Error = &e;
+        while let Some(next) = innermost.source() {
+            innermost = next;
+        }
+        let said = innermost.to_string();
+        let detail = (!e.to_string().contains(&said)).then_some(said);
+        crate::error::EngineError::new("migration", false, e)
+            .with_detail(detail)
+            .into()
+    }
+}

@@ -165,12 +165,6 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
-impl From<refinery::Error> for Error {
-    fn from(e: refinery::Error) -> Self {
-        EngineError::new("migration", false, e).into()
-    }
-}
-
 /// The SQLite result code of an error, when it has one.
 fn sqlite_code(e: &Error) -> Option<rusqlite::ErrorCode> {
     match e {
