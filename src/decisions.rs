@@ -121,6 +121,17 @@ pub struct Decision {
     pub reason: Reason,
 }
 
+impl Decision {
+    /// Ask, because the ledger has no such session.
+    pub(crate) fn unknown(id: Id<'_>) -> Decision {
+        Decision {
+            session: id.as_str().to_owned(),
+            verdict: Verdict::Ask,
+            reason: Reason::UnknownSession,
+        }
+    }
+}
+
 /// May `id` run `command` now? The decision for a recorded session, in the order the rules
 /// take: an ended session asks; `trust` approves; `trust_reads` approves a command the caller
 /// classified as read-only; command patterns approve a line whose every simple command one of

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::audit::{self, LEDGER_ACTOR};
-use crate::error::{Conflict, Corruption, Error, Result};
+use crate::error::{Conflict, Corruption, Error, InputError, Result};
 use crate::model::{
     AuditKind, Id, Label, Materialized, Posture, PostureLevel, PostureSource, Taint,
 };
@@ -107,6 +107,20 @@ pub struct Raise {
     pub taint: Option<Taint>,
     /// Set the untrusted flag.
     pub untrusted: bool,
+}
+
+impl Raise {
+    /// The label this raise merges in: the class asked for (or `public`, the bottom, when
+    /// only the flag is), and the flag.
+    pub(crate) fn requested(self) -> Result<Label> {
+        if self.taint.is_none() && !self.untrusted {
+            return Err(InputError::NothingToRaise.into());
+        }
+        Ok(Label {
+            taint: self.taint.unwrap_or(Taint::Public),
+            untrusted: self.untrusted,
+        })
+    }
 }
 
 /// The result of a raise.

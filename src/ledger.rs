@@ -9,13 +9,13 @@ use crate::audit::{self, AuditQuery, Verification};
 use crate::clock::stored_precision;
 use crate::config::Config;
 use crate::copy::{self, Copied};
-use crate::decisions::{self, Decision, Explanation, Reason, Verdict};
+use crate::decisions::{self, Decision, Explanation};
 use crate::error::{InputError, Location, Result};
 use crate::grants::{self, CommandPattern};
 use crate::labels::{self, Raise, RaiseOutcome, SessionState};
 use crate::model::{
-    validate_actor, validate_new_id, AuditEntry, AuditHead, CheckReport, Id, Label, Posture,
-    PostureLevel, Scope, Session, Taint,
+    validate_actor, validate_new_id, AuditEntry, AuditHead, CheckReport, Id, Posture, PostureLevel,
+    Scope, Session,
 };
 use crate::postures::{self, validate_preview_token, EpochStart, Propagation, Revocation};
 use crate::sessions::{self, Bounds, CreateOutcome, Created, TreeEntry, TreeNode};
@@ -189,13 +189,7 @@ impl Ledger {
     pub fn raise(&self, id: &str, raise: Raise, actor: &str) -> Result<RaiseOutcome> {
         let id = Id::parse(id)?;
         validate_actor(actor)?;
-        if raise.taint.is_none() && !raise.untrusted {
-            return Err(InputError::NothingToRaise.into());
-        }
-        let requested = Label {
-            taint: raise.taint.unwrap_or(Taint::Public),
-            untrusted: raise.untrusted,
-        };
+        let requested = raise.requested()?;
         self.write(|tx, now| labels::raise(tx, id, requested, actor, now))
     }
 
@@ -334,10 +328,8 @@ impl Ledger {
             Propagation::Preview => self.storage.read(|r| postures::preview(r, id)),
             Propagation::Local => self.write(|tx, now| postures::revoke_local(tx, id, actor, now)),
             Propagation::Cascade { token } => {
-                if let Some(token) = &token {
-                    validate_preview_token(token)?;
-                }
                 let token = token.as_deref();
+                token.map(validate_preview_token).transpose()?;
                 self.write(|tx, now| postures::revoke_cascade(tx, id, token, actor, now))
             }
         }
@@ -505,21 +497,14 @@ impl Ledger {
             return Ok(decision);
         }
         // First sight of a spawned id: its allocation (rule P3), then the decision.
-        if self
-            .storage
-            .read(|r| sessions::spawn_anchor(r, id))?
-            .is_some()
-        {
+        let spawned = self.storage.read(|r| sessions::spawn_anchor(r, id))?;
+        if spawned.is_some() {
             self.write(|tx, now| labels::materialize(tx, id, now))?;
             if let Some(decision) = decide(self.wall_clock())? {
                 return Ok(decision);
             }
         }
-        Ok(Decision {
-            session: id.as_str().to_owned(),
-            verdict: Verdict::Ask,
-            reason: Reason::UnknownSession,
-        })
+        Ok(Decision::unknown(id))
     }
 
     /// Why `id` holds what it holds, in one snapshot: label, posture and grant, grants, audit.
