@@ -7,8 +7,12 @@
 //! Every test runs the real binary on a ledger in a temporary directory, always with an explicit
 //! `--db` and with `SESSION_LEDGER_DB` removed from the environment. Bad input must give a
 //! non-zero exit, exactly one line on stderr, no panic, and change nothing: `refused_unchanged`
-//! (tests/common/cli.rs) compares every row of every table before and after.
+//! (tests/common/cli.rs) compares every row of every table before and after. The flows of
+//! `create`, `state`, `raise`, `end` and `tree` run once more, as `postgres::NAME`, on a ledger
+//! in a PostgreSQL schema of its own (`--db postgres://...`); the tests of the files the CLI
+//! opens or refuses stay on SQLite.
 
+#[macro_use]
 mod common;
 
 use common::cli::*;
@@ -16,33 +20,37 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
+use common::Engine;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
 impl Fixture {
-    /// A ledger with a live root `conductor`, its live child `worker`, its ended child
+    /// A SQLite ledger with a live root `conductor`, its live child `worker`, its ended child
     /// `retired`, and an ended root `gone`.
     fn populated() -> TestResult<Fixture> {
-        let fx = Fixture::init()?;
-        ok(&fx.db, &["create", "conductor", "--actor", "alice"])?;
-        ok(
-            &fx.db,
+        Ok(Fixture::populated_on(Engine::Sqlite)?.expect("SQLite is always there"))
+    }
+
+    /// [`Fixture::populated`] on `engine`; `None` when the engine is not available here.
+    fn populated_on(engine: Engine) -> TestResult<Option<Fixture>> {
+        let Some(fx) = Fixture::init_on(engine)? else {
+            return Ok(None);
+        };
+        fx.all_ok(&[
+            &["create", "conductor", "--actor", "alice"],
             &["create", "worker", "--by", "conductor", "--actor", "alice"],
-        )?;
-        ok(
-            &fx.db,
             &["create", "retired", "--by", "conductor", "--actor", "alice"],
-        )?;
-        ok(&fx.db, &["end", "retired", "--actor", "alice"])?;
-        ok(&fx.db, &["create", "gone", "--actor", "alice"])?;
-        ok(&fx.db, &["end", "gone", "--actor", "alice"])?;
-        Ok(fx)
+            &["end", "retired", "--actor", "alice"],
+            &["create", "gone", "--actor", "alice"],
+            &["end", "gone", "--actor", "alice"],
+        ])?;
+        Ok(Some(fx))
     }
 
     /// Runs each of `commands`, which must succeed.
     fn all_ok(&self, commands: &[&[&str]]) -> TestResult {
         for args in commands {
-            ok(&self.db, args)?;
+            ok(self, args)?;
         }
         Ok(())
     }
@@ -86,12 +94,13 @@ fn init_creates_the_ledger_and_says_where_and_at_which_schema_version_in_text_an
     Ok(())
 }
 
-#[test]
-fn init_on_an_existing_ledger_keeps_its_sessions_and_audit_trail() -> TestResult {
-    let fx = Fixture::populated()?;
-    let before = dump(&fx.db)?;
-    ok(&fx.db, &["init"])?;
-    assert_eq!(before, dump(&fx.db)?);
+fn init_on_an_existing_ledger_keeps_its_sessions_and_audit_trail(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::populated_on(engine)? else {
+        return Ok(());
+    };
+    let before = dump(&fx)?;
+    ok(&fx, &["init"])?;
+    assert_eq!(before, dump(&fx)?);
     Ok(())
 }
 
@@ -139,10 +148,13 @@ fn every_command_but_init_fails_on_a_missing_ledger_without_creating_it() -> Tes
 // create, state, raise, end
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn create_prints_the_session_and_what_it_was_born_with_in_text_and_json() -> TestResult {
-    let fx = Fixture::init()?;
-    let created = |args: &[&str]| ok(&fx.db, args);
+fn create_prints_the_session_and_what_it_was_born_with_in_text_and_json(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    let created = |args: &[&str]| ok(&fx, args);
     assert_eq!(
         created(&["create", "conductor"])?,
         "created conductor (root)\n"
@@ -164,7 +176,7 @@ fn create_prints_the_session_and_what_it_was_born_with_in_text_and_json() -> Tes
         );
     }
 
-    let root = ok_json(&fx.db, &["create", "second"])?;
+    let root = ok_json(&fx, &["create", "second"])?;
     assert_eq!(
         keys(&root),
         BTreeSet::from([
@@ -188,7 +200,7 @@ fn create_prints_the_session_and_what_it_was_born_with_in_text_and_json() -> Tes
     assert!(root["created_at"].is_string(), "{root}");
     for (creator, trust, trust_reads) in [("conductor", true, false), ("reader", false, true)] {
         let id = format!("json-child-of-{creator}");
-        let child = ok_json(&fx.db, &["create", &id, "--by", creator])?;
+        let child = ok_json(&fx, &["create", &id, "--by", creator])?;
         assert_eq!(child["created_by"], creator, "{child}");
         assert_eq!(child["depth"], 1, "{child}");
         assert_eq!(child["origin"], "created", "{child}");
@@ -199,9 +211,12 @@ fn create_prints_the_session_and_what_it_was_born_with_in_text_and_json() -> Tes
     Ok(())
 }
 
-#[test]
-fn state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json() -> TestResult {
-    let fx = Fixture::init()?;
+fn state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     fx.all_ok(&[
         &["create", "conductor", "--actor", "alice"],
         &["trust", "conductor", "--full", "--actor", "alice"],
@@ -210,7 +225,7 @@ fn state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json() -> T
         &["create", "reader"],
         &["trust", "reader", "--reads", "--actor", "bob"],
     ])?;
-    let text = |id: &str| ok(&fx.db, &["state", id]);
+    let text = |id: &str| ok(&fx, &["state", id]);
     assert_eq!(
         text("conductor")?,
         "conductor: private (root, born with the default); posture: trust granted by alice\n"
@@ -224,14 +239,14 @@ fn state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json() -> T
         text("stranger")?,
         "stranger: private (unknown id: the default, nothing recorded)\n"
     );
-    ok(&fx.db, &["raise", "reader", "--taint", "secret"])?;
+    ok(&fx, &["raise", "reader", "--taint", "secret"])?;
     assert_eq!(
         text("reader")?,
         "reader: secret (root, born with the default), raised since; \
          posture: trust_reads granted by bob\n"
     );
 
-    let state = ok_json(&fx.db, &["state", "grandchild"])?;
+    let state = ok_json(&fx, &["state", "grandchild"])?;
     assert_eq!(
         keys(&state),
         BTreeSet::from([
@@ -291,7 +306,7 @@ fn state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json() -> T
     assert_eq!(p["chain"], json!(["conductor", "worker", "grandchild"]));
     assert_eq!((&p["epoch"], &p["current"]), (&json!(0), &json!(true)));
 
-    let reader = ok_json(&fx.db, &["state", "reader"])?;
+    let reader = ok_json(&fx, &["state", "reader"])?;
     assert_eq!(reader["materialized"], json!({ "how": "born" }));
     assert!(reader["raised_at"].is_string(), "{reader}");
     assert_eq!(
@@ -301,7 +316,7 @@ fn state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json() -> T
     assert_eq!(reader["posture"]["level"], "trust_reads");
     assert_eq!(reader["posture"]["source"], "granted");
     assert_eq!(reader["posture"]["chain"], json!(["reader"]));
-    let stranger = ok_json(&fx.db, &["state", "stranger"])?;
+    let stranger = ok_json(&fx, &["state", "stranger"])?;
     assert_eq!(
         (
             &stranger["known"],
@@ -313,11 +328,14 @@ fn state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json() -> T
     Ok(())
 }
 
-#[test]
-fn raise_prints_before_and_after_or_that_nothing_changed_in_text_and_json() -> TestResult {
-    let fx = Fixture::populated()?;
+fn raise_prints_before_and_after_or_that_nothing_changed_in_text_and_json(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::populated_on(engine)? else {
+        return Ok(());
+    };
     let raised = ok(
-        &fx.db,
+        &fx,
         &[
             "raise",
             "conductor",
@@ -329,15 +347,15 @@ fn raise_prints_before_and_after_or_that_nothing_changed_in_text_and_json() -> T
         ],
     )?;
     assert_eq!(raised, "conductor: private -> secret, untrusted\n");
-    let rows = audit_lines(&fx.db, &["--kind", "label.raise"])?;
+    let rows = audit_lines(&fx, &["--kind", "label.raise"])?;
     assert_eq!(rows[0]["actor"], "carol", "{rows:?}");
     assert_eq!(
-        ok(&fx.db, &["raise", "conductor", "--taint", "public"])?,
+        ok(&fx, &["raise", "conductor", "--taint", "public"])?,
         "conductor: already secret, untrusted; nothing changed\n"
     );
-    ok(&fx.db, &["create", "fresh"])?;
+    ok(&fx, &["create", "fresh"])?;
     assert_eq!(
-        ok_json(&fx.db, &["raise", "fresh", "--taint", "secret"])?,
+        ok_json(&fx, &["raise", "fresh", "--taint", "secret"])?,
         json!({
             "session": "fresh",
             "before": { "taint": "private", "untrusted": false },
@@ -345,30 +363,34 @@ fn raise_prints_before_and_after_or_that_nothing_changed_in_text_and_json() -> T
             "changed": true,
         })
     );
-    let again = ok_json(&fx.db, &["raise", "fresh", "--taint", "secret"])?;
+    let again = ok_json(&fx, &["raise", "fresh", "--taint", "secret"])?;
     assert_eq!(again["changed"], false, "{again}");
     Ok(())
 }
 
-#[test]
-fn end_prints_the_ended_session_in_text_and_json() -> TestResult {
-    let fx = Fixture::populated()?;
+fn end_prints_the_ended_session_in_text_and_json(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::populated_on(engine)? else {
+        return Ok(());
+    };
     assert_eq!(
-        ok(&fx.db, &["end", "worker", "--actor", "dave"])?,
+        ok(&fx, &["end", "worker", "--actor", "dave"])?,
         "ended worker (by conductor, depth 1)\n"
     );
-    let ends = audit_lines(&fx.db, &["--session", "worker", "--kind", "session.end"])?;
+    let ends = audit_lines(&fx, &["--session", "worker", "--kind", "session.end"])?;
     assert_eq!(ends[0]["actor"], "dave", "{ends:?}");
-    let ended = ok_json(&fx.db, &["end", "conductor"])?;
+    let ended = ok_json(&fx, &["end", "conductor"])?;
     assert_eq!(ended["id"], "conductor", "{ended}");
     assert_eq!(ended["created_by"], Value::Null, "{ended}");
     assert!(ended["ended_at"].is_string(), "{ended}");
     Ok(())
 }
 
-#[test]
-fn the_actor_is_actor_else_session_ledger_actor_else_a_valid_user_else_operator() -> TestResult {
-    let fx = Fixture::init()?;
+fn the_actor_is_actor_else_session_ledger_actor_else_a_valid_user_else_operator(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     // (environment, flags, the actor recorded)
     type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
     let cases: &[Case] = &[
@@ -394,23 +416,23 @@ fn the_actor_is_actor_else_session_ledger_actor_else_a_valid_user_else_operator(
         let id = format!("session-{i}");
         let mut args = vec!["create", id.as_str()];
         args.extend_from_slice(flags);
-        let r = run_env(&fx.db, vars, &args);
+        let r = run_env(&fx, vars, &args);
         assert!(r.status.success(), "{vars:?}: {}", r.stderr);
-        let rows = audit_lines(&fx.db, &["--session", &id])?;
+        let rows = audit_lines(&fx, &["--session", &id])?;
         assert_eq!(rows[0]["actor"], *actor, "{vars:?} {flags:?}");
     }
     // $SESSION_LEDGER_ACTOR is set for this tool: an invalid one is a bad argument.
     for actor in ["alice smith", "x/y"] {
-        let before = dump(&fx.db)?;
+        let before = dump(&fx)?;
         let r = run_env(
-            &fx.db,
+            &fx,
             &[("SESSION_LEDGER_ACTOR", actor)],
             &["create", "fresh"],
         );
         assert_clean_failure(&r, &format!("SESSION_LEDGER_ACTOR={actor:?}"));
         assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
         assert_mentions(&r, "SESSION_LEDGER_ACTOR");
-        assert_eq!(before, dump(&fx.db)?, "{actor:?} changed the ledger");
+        assert_eq!(before, dump(&fx)?, "{actor:?} changed the ledger");
     }
     Ok(())
 }
@@ -426,8 +448,10 @@ fn the_actor_is_actor_else_session_ledger_actor_else_a_valid_user_else_operator(
 /// reader (trust_reads)
 /// ```
 /// Only `conductor`, `w2`, `sub-w2-1`, `second` and `reader` are materialized.
-fn branching() -> TestResult<Fixture> {
-    let fx = Fixture::init()?;
+fn branching_on(engine: Engine) -> TestResult<Option<Fixture>> {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(None);
+    };
     fx.all_ok(&[
         &["create", "conductor"],
         &["trust", "conductor", "--full"],
@@ -441,16 +465,21 @@ fn branching() -> TestResult<Fixture> {
         &["create", "reader"],
         &["trust", "reader", "--reads"],
     ])?;
-    Ok(fx)
+    Ok(Some(fx))
 }
 
-#[test]
-fn tree_draws_every_root_or_one_subtree_with_each_sessions_label_posture_and_state() -> TestResult {
-    let empty = Fixture::init()?;
-    assert_eq!(ok(&empty.db, &["tree"])?, "(no sessions)\n");
-    let fx = branching()?;
+fn tree_draws_every_root_or_one_subtree_with_each_sessions_label_posture_and_state(
+    engine: Engine,
+) -> TestResult {
+    let Some(empty) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    assert_eq!(ok(&empty, &["tree"])?, "(no sessions)\n");
+    let Some(fx) = branching_on(engine)? else {
+        return Ok(());
+    };
     assert_eq!(
-        ok(&fx.db, &["tree"])?,
+        ok(&fx, &["tree"])?,
         "conductor  [private; trust]\n\
          ├── w1  [not materialized; trust]\n\
          │   └── w1a  [not materialized]  ended\n\
@@ -460,18 +489,23 @@ fn tree_draws_every_root_or_one_subtree_with_each_sessions_label_posture_and_sta
          reader  [private; trust_reads]\n"
     );
     assert_eq!(
-        ok(&fx.db, &["tree", "w1"])?,
+        ok(&fx, &["tree", "w1"])?,
         "w1  [not materialized; trust]\n└── w1a  [not materialized]  ended\n"
     );
     Ok(())
 }
 
-#[test]
-fn tree_json_is_an_array_of_every_session_with_its_depth_and_of_none_an_empty_one() -> TestResult {
-    let empty = Fixture::init()?;
-    assert_eq!(ok_json(&empty.db, &["tree"])?, json!([]));
-    let fx = branching()?;
-    let v = ok_json(&fx.db, &["tree"])?;
+fn tree_json_is_an_array_of_every_session_with_its_depth_and_of_none_an_empty_one(
+    engine: Engine,
+) -> TestResult {
+    let Some(empty) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    assert_eq!(ok_json(&empty, &["tree"])?, json!([]));
+    let Some(fx) = branching_on(engine)? else {
+        return Ok(());
+    };
+    let v = ok_json(&fx, &["tree"])?;
     let rows = v.as_array().ok_or("tree --json is not an array")?;
     let ids: Vec<&str> = rows.iter().filter_map(|r| r["id"].as_str()).collect();
     assert_eq!(
@@ -492,7 +526,7 @@ fn tree_json_is_an_array_of_every_session_with_its_depth_and_of_none_an_empty_on
         .collect();
     assert_eq!(depths, [0, 1, 2, 1, 2, 0, 0]);
     assert_eq!(rows[2]["created_by"], "w1");
-    let sub = ok_json(&fx.db, &["tree", "w1"])?;
+    let sub = ok_json(&fx, &["tree", "w1"])?;
     assert_eq!(sub.as_array().map(Vec::len), Some(2), "{sub}");
     Ok(())
 }
@@ -1059,4 +1093,15 @@ fn every_line_the_demo_prints_under_a_step_is_what_that_command_prints_after_the
         .count();
     assert_eq!(refusals, 1, "the demo shows one refusal:\n{out}");
     Ok(())
+}
+
+engine_tests! {
+    init_on_an_existing_ledger_keeps_its_sessions_and_audit_trail,
+    create_prints_the_session_and_what_it_was_born_with_in_text_and_json,
+    state_prints_the_label_and_the_posture_with_its_chain_in_text_and_json,
+    raise_prints_before_and_after_or_that_nothing_changed_in_text_and_json,
+    end_prints_the_ended_session_in_text_and_json,
+    the_actor_is_actor_else_session_ledger_actor_else_a_valid_user_else_operator,
+    tree_draws_every_root_or_one_subtree_with_each_sessions_label_posture_and_state,
+    tree_json_is_an_array_of_every_session_with_its_depth_and_of_none_an_empty_one,
 }

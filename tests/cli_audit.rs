@@ -8,7 +8,12 @@
 //!
 //! Every test runs the real binary on a ledger in a temporary directory, always with an explicit
 //! `--db` and with `SESSION_LEDGER_DB` and `SESSION_LEDGER_ACTOR` removed from the environment.
+//! The flows on a ledger (`verify`, `audit head`, `audit`, `explain`, the read commands) run
+//! once more, as `postgres::NAME`, on a ledger in a PostgreSQL schema of its own
+//! (`--db postgres://...`); those that refuse input before a ledger is read, and the closed
+//! stdout, stay on SQLite.
 
+#[macro_use]
 mod common;
 
 use common::cli::*;
@@ -16,7 +21,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::Connection;
+use common::Engine;
 use serde_json::{json, Value};
 use session_ledger::{AuditKind, AuditQuery, Ledger};
 
@@ -62,7 +67,14 @@ impl Fixture {
     ///
     /// and a durable `epoch.start` row, about no session.
     fn scenario() -> TestResult<Fixture> {
-        let fx = Fixture::init()?;
+        Ok(Fixture::scenario_on(Engine::Sqlite)?.expect("SQLite is always there"))
+    }
+
+    /// [`Fixture::scenario`] on `engine`; `None` when the engine is not available here.
+    fn scenario_on(engine: Engine) -> TestResult<Option<Fixture>> {
+        let Some(fx) = Fixture::init_on(engine)? else {
+            return Ok(None);
+        };
         for args in [
             &["create", "conductor", "--actor", "alice"][..],
             &["trust", "conductor", "--full", "--actor", "alice"],
@@ -115,14 +127,14 @@ impl Fixture {
             ],
             &["epoch", "start", "--durable", "--actor", "alice"],
         ] {
-            ok(&fx.db, args)?;
+            ok(&fx, args)?;
         }
-        Ok(fx)
+        Ok(Some(fx))
     }
 }
 
 /// `audit head`, parsed into (seq, hash).
-fn head(db: &Path) -> TestResult<(i64, String)> {
+fn head(db: &(impl Db + ?Sized)) -> TestResult<(i64, String)> {
     let out = ok(db, &["audit", "head"])?;
     let line = out.trim_end_matches('\n');
     assert_eq!(
@@ -137,7 +149,7 @@ fn head(db: &Path) -> TestResult<(i64, String)> {
 }
 
 /// `--json verify ARGS...`, which may fail: (exit code, parsed stdout, the run).
-fn verify_json(db: &Path, args: &[&str]) -> TestResult<(Option<i32>, Value, Run)> {
+fn verify_json(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<(Option<i32>, Value, Run)> {
     let mut all = vec!["--json", "verify"];
     all.extend_from_slice(args);
     let r = run(db, &all);
@@ -158,25 +170,30 @@ fn is_lower_hex_64(s: &str) -> bool {
 // verify and audit head
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn verify_prints_ok_with_the_row_count_and_the_head_and_exits_0_in_text_and_json() -> TestResult {
-    let fresh = Fixture::init()?;
-    let r = run(&fresh.db, &["verify"]);
+fn verify_prints_ok_with_the_row_count_and_the_head_and_exits_0_in_text_and_json(
+    engine: Engine,
+) -> TestResult {
+    let Some(fresh) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    let r = run(&fresh, &["verify"]);
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     assert_eq!(r.stdout, format!("OK: 0 rows verify; head 0:{GENESIS}\n"));
     assert!(r.stderr.is_empty(), "{r:?}");
     assert_eq!(
-        ok_json(&fresh.db, &["verify"])?,
+        ok_json(&fresh, &["verify"])?,
         json!({
             "ok": true, "rows": 0, "head": {"seq": 0, "hash": GENESIS},
             "first_bad_seq": null, "problem": null
         })
     );
 
-    let fx = Fixture::scenario()?;
-    let rows = audit_lines(&fx.db, &[])?;
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let rows = audit_lines(&fx, &[])?;
     let last = rows.last().ok_or("no rows")?;
-    let r = run(&fx.db, &["verify"]);
+    let r = run(&fx, &["verify"]);
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     assert_eq!(
         r.stdout,
@@ -188,7 +205,7 @@ fn verify_prints_ok_with_the_row_count_and_the_head_and_exits_0_in_text_and_json
         )
     );
     assert!(r.stderr.is_empty(), "{r:?}");
-    let (code, v, r) = verify_json(&fx.db, &[])?;
+    let (code, v, r) = verify_json(&fx, &[])?;
     assert_eq!((code, r.stdout.lines().count()), (Some(0), 1), "{r:?}");
     assert_eq!(
         keys(&v),
@@ -204,23 +221,20 @@ fn verify_prints_ok_with_the_row_count_and_the_head_and_exits_0_in_text_and_json
     Ok(())
 }
 
-#[test]
 fn verify_prints_failed_at_the_first_bad_row_exits_1_and_under_json_names_an_unverified_chain(
+    engine: Engine,
 ) -> TestResult {
     // Every kind of tampering and what each verifier finds: tests/audit.rs.
-    let fx = Fixture::scenario()?;
-    let create = audit_lines(
-        &fx.db,
-        &["--session", "worker-1", "--kind", "session.create"],
-    )?;
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let create = audit_lines(&fx, &["--session", "worker-1", "--kind", "session.create"])?;
     let seq = create[0]["seq"].as_i64().ok_or("no seq")?;
-    let conn = Connection::open(&fx.db)?;
-    conn.execute_batch(
-        "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;",
-    )?;
-    conn.execute("UPDATE audit SET actor = 'mallory' WHERE seq = ?1", [seq])?;
+    fx.store().tamper(&format!(
+        "UPDATE audit SET actor = 'mallory' WHERE seq = {seq}"
+    ));
 
-    let r = run(&fx.db, &["verify"]);
+    let r = run(&fx, &["verify"]);
     assert_fails_with_one_line(&r, "verify of an edited row");
     assert!(
         r.stdout.starts_with(&format!(
@@ -233,7 +247,7 @@ fn verify_prints_failed_at_the_first_bad_row_exits_1_and_under_json_names_an_unv
         "session-ledger: error: the audit chain does not verify\n"
     );
 
-    let (code, v, r) = verify_json(&fx.db, &[])?;
+    let (code, v, r) = verify_json(&fx, &[])?;
     assert_eq!(code, Some(1), "{r:?}");
     assert_eq!(
         (&v["ok"], &v["first_bad_seq"], &v["problem"]),
@@ -245,52 +259,55 @@ fn verify_prints_failed_at_the_first_bad_row_exits_1_and_under_json_names_an_unv
     Ok(())
 }
 
-#[test]
-fn audit_head_prints_seq_colon_hash_of_the_last_row_in_text_and_json() -> TestResult {
-    let fresh = Fixture::init()?;
-    assert_eq!(ok(&fresh.db, &["audit", "head"])?, format!("0:{GENESIS}\n"));
-    let fx = Fixture::scenario()?;
-    let rows = audit_lines(&fx.db, &[])?;
+fn audit_head_prints_seq_colon_hash_of_the_last_row_in_text_and_json(engine: Engine) -> TestResult {
+    let Some(fresh) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    assert_eq!(ok(&fresh, &["audit", "head"])?, format!("0:{GENESIS}\n"));
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let rows = audit_lines(&fx, &[])?;
     let last = rows.last().ok_or("no rows")?;
-    let (seq, hash) = head(&fx.db)?;
+    let (seq, hash) = head(&fx)?;
     assert_eq!(
         (&last["seq"], text(&last["hash"])),
         (&json!(seq), hash.as_str())
     );
     assert!(is_lower_hex_64(&hash), "{hash}");
     assert_eq!(
-        ok_json(&fx.db, &["audit", "head"])?,
+        ok_json(&fx, &["audit", "head"])?,
         json!({ "seq": seq, "hash": hash })
     );
     Ok(())
 }
 
-#[test]
-fn a_head_saved_with_audit_head_verifies_later_with_head_and_with_from() -> TestResult {
-    let fx = Fixture::scenario()?;
-    let (seq, hash) = head(&fx.db)?;
+fn a_head_saved_with_audit_head_verifies_later_with_head_and_with_from(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let (seq, hash) = head(&fx)?;
     let saved = format!("{seq}:{hash}");
     for i in 0..5 {
-        ok(
-            &fx.db,
-            &["create", &format!("later-{i}"), "--actor", "dave"],
-        )?;
+        ok(&fx, &["create", &format!("later-{i}"), "--actor", "dave"])?;
     }
-    let (now, now_hash) = head(&fx.db)?;
-    let r = run(&fx.db, &["verify", "--head", &saved]);
+    let (now, now_hash) = head(&fx)?;
+    let r = run(&fx, &["verify", "--head", &saved]);
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     assert_eq!(
         r.stdout,
         format!("OK: {now} rows verify; head {now}:{now_hash}\n"),
         "verify reports the current head, not the saved one"
     );
-    let r = run(&fx.db, &["verify", "--from", &saved]);
+    let r = run(&fx, &["verify", "--from", &saved]);
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     assert_eq!(
         r.stdout,
         format!("OK: 6 rows verify from row {seq}; head {now}:{now_hash}\n")
     );
-    let (code, v, _) = verify_json(&fx.db, &["--from", &saved])?;
+    let (code, v, _) = verify_json(&fx, &["--from", &saved])?;
     assert_eq!(
         (code, &v["ok"], &v["rows"]),
         (Some(0), &json!(true), &json!(6)),
@@ -336,10 +353,13 @@ fn verify_refuses_a_malformed_head_or_from_with_one_line_and_exit_1_before_readi
 // audit
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn audit_json_prints_one_object_per_line_with_exactly_the_documented_fields() -> TestResult {
-    let fx = Fixture::scenario()?;
-    let out = ok(&fx.db, &["--json", "audit"])?;
+fn audit_json_prints_one_object_per_line_with_exactly_the_documented_fields(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let out = ok(&fx, &["--json", "audit"])?;
     let expected = BTreeSet::from([
         "seq",
         "at",
@@ -382,11 +402,13 @@ fn audit_json_prints_one_object_per_line_with_exactly_the_documented_fields() ->
     Ok(())
 }
 
-#[test]
-fn audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail() -> TestResult
-{
-    let fx = Fixture::scenario()?;
-    let expected: Vec<String> = audit_lines(&fx.db, &[])?
+fn audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let expected: Vec<String> = audit_lines(&fx, &[])?
         .iter()
         .map(|r| {
             format!(
@@ -400,15 +422,16 @@ fn audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_d
             )
         })
         .collect();
-    let out = ok(&fx.db, &["audit"])?;
+    let out = ok(&fx, &["audit"])?;
     assert_eq!(out.lines().collect::<Vec<_>>(), expected);
     Ok(())
 }
 
-#[test]
-fn audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does() -> TestResult {
-    let fx = Fixture::scenario()?;
-    let all = audit_lines(&fx.db, &[])?;
+fn audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let all = audit_lines(&fx, &[])?;
     let at = |i: usize| text(&all[i]["at"]).to_owned();
     let (since, until) = (at(all.len() / 4), at(3 * all.len() / 4));
     let t = |s: &str| -> TestResult<chrono::DateTime<chrono::Utc>> { Ok(s.parse()?) };
@@ -453,9 +476,9 @@ fn audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does() -> TestRe
             q().session("conductor").before(9),
         ),
     ];
-    let ledger = Ledger::open(&fx.db)?;
+    let ledger = Ledger::open(fx.store().target())?;
     for (flags, query) in cases {
-        let listed = seqs(&audit_lines(&fx.db, &flags)?);
+        let listed = seqs(&audit_lines(&fx, &flags)?);
         let expected: Vec<i64> = ledger.audit(&query)?.iter().map(|r| r.seq).collect();
         assert_eq!(listed, expected, "{flags:?}");
         assert!(
@@ -463,7 +486,7 @@ fn audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does() -> TestRe
             "{flags:?} does not narrow the trail: {listed:?}"
         );
     }
-    assert!(audit_lines(&fx.db, &["--limit", "0"])?.is_empty());
+    assert!(audit_lines(&fx, &["--limit", "0"])?.is_empty());
     Ok(())
 }
 
@@ -535,7 +558,11 @@ fn audit_refuses_a_malformed_time_with_one_line_before_reading_a_ledger() -> Tes
 }
 
 /// `audit ARGS...` (with `--json` when asked): (rows' seqs, stderr).
-fn audit_page(db: &Path, json: bool, args: &[&str]) -> TestResult<(Vec<i64>, String)> {
+fn audit_page(
+    db: &(impl Db + ?Sized),
+    json: bool,
+    args: &[&str],
+) -> TestResult<(Vec<i64>, String)> {
     let mut all = Vec::new();
     if json {
         all.push("--json");
@@ -562,16 +589,19 @@ fn audit_page(db: &Path, json: bool, args: &[&str]) -> TestResult<(Vec<i64>, Str
     Ok((seqs, r.stderr))
 }
 
-#[test]
-fn audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match() -> TestResult {
-    let fx = Fixture::scenario()?;
-    let all = seqs(&audit_lines(&fx.db, &[])?);
+fn audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let all = seqs(&audit_lines(&fx, &[])?);
     for json in [false, true] {
         let mut walked: Vec<Vec<i64>> = Vec::new();
         let mut args = vec!["--limit".to_owned(), "4".to_owned()];
         loop {
             let borrowed: Vec<&str> = args.iter().map(String::as_str).collect();
-            let (page, stderr) = audit_page(&fx.db, json, &borrowed)?;
+            let (page, stderr) = audit_page(&fx, json, &borrowed)?;
             let oldest = *page.first().ok_or("an empty page")?;
             walked.push(page);
             if stderr.is_empty() {
@@ -605,7 +635,7 @@ fn audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match() -> Te
     let n = all.len().to_string();
     for args in [&["--limit", n.as_str()][..], &["--limit", "10000"], &[]] {
         for json in [false, true] {
-            let (page, stderr) = audit_page(&fx.db, json, args)?;
+            let (page, stderr) = audit_page(&fx, json, args)?;
             assert_eq!(page, all);
             assert!(stderr.is_empty(), "{args:?}: {stderr:?}");
         }
@@ -652,7 +682,7 @@ fn audit_kind_refuses_an_unknown_kind_with_a_usage_error_that_lists_the_known_ki
 /// `explain ID`, and the lines it should print, made from `explain --json ID` and
 /// `audit --session ID`: the header, then `label`, `posture`, `granted`, each pattern and each
 /// live scope as the lines given, then the audit rows.
-fn explained(db: &Path, id: &str, middle: &[String]) -> TestResult<(String, String)> {
+fn explained(db: &(impl Db + ?Sized), id: &str, middle: &[String]) -> TestResult<(String, String)> {
     let v = ok_json(db, &["explain", id])?;
     let mut lines = vec![format!(
         "{id} ({}; recorded {})",
@@ -672,11 +702,13 @@ fn explained(db: &Path, id: &str, middle: &[String]) -> TestResult<(String, Stri
     Ok((ok(db, &["explain", id])?, lines.join("\n")))
 }
 
-#[test]
 fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_and_audit_rows(
+    engine: Engine,
 ) -> TestResult {
-    let fx = Fixture::scenario()?;
-    let conductor = ok_json(&fx.db, &["explain", "conductor"])?;
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let conductor = ok_json(&fx, &["explain", "conductor"])?;
     let grant = &conductor["grant"];
     let granted = format!(
         "  granted:  audit row {} at {} by alice",
@@ -684,7 +716,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
         text(&grant["at"])
     );
     let (got, expected) = explained(
-        &fx.db,
+        &fx,
         "conductor",
         &[
             format!(
@@ -702,7 +734,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
     )?;
     assert_eq!(got, expected);
     let (got, expected) = explained(
-        &fx.db,
+        &fx,
         "worker-1",
         &[
             "  label:    secret (inherited from conductor)".to_owned(),
@@ -714,7 +746,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
     )?;
     assert_eq!(got, expected);
     let (got, expected) = explained(
-        &fx.db,
+        &fx,
         "worker-1a",
         &[
             "  label:    not materialized yet: its first read inherits its nearest materialized \
@@ -728,7 +760,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
     )?;
     assert_eq!(got, expected);
     let (got, expected) = explained(
-        &fx.db,
+        &fx,
         "other-child",
         &[
             "  label:    not materialized yet: its first read inherits its nearest materialized \
@@ -741,13 +773,13 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
     Ok(())
 }
 
-#[test]
-fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit() -> TestResult {
-    let fx = Fixture::scenario()?;
-    let grant = audit_lines(
-        &fx.db,
-        &["--session", "conductor", "--kind", "posture.grant"],
-    )?;
+fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let grant = audit_lines(&fx, &["--session", "conductor", "--kind", "posture.grant"])?;
     for id in [
         "conductor",
         "worker-1",
@@ -755,7 +787,7 @@ fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit()
         "sub-worker-1-1",
         "other-child",
     ] {
-        let v = ok_json(&fx.db, &["explain", id])?;
+        let v = ok_json(&fx, &["explain", id])?;
         assert_eq!(
             keys(&v),
             BTreeSet::from([
@@ -773,7 +805,7 @@ fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit()
             (&json!(id), &json!(id))
         );
         let audit = v["audit"].as_array().ok_or("audit is not an array")?;
-        assert_eq!(*audit, audit_lines(&fx.db, &["--session", id])?, "{id}");
+        assert_eq!(*audit, audit_lines(&fx, &["--session", id])?, "{id}");
         let expected_grant = if id == "other-child" {
             &Value::Null
         } else {
@@ -784,11 +816,11 @@ fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit()
             "{id}: the grant is the operator's grant row"
         );
     }
-    let v = ok_json(&fx.db, &["explain", "conductor"])?;
+    let v = ok_json(&fx, &["explain", "conductor"])?;
     assert_eq!(v["patterns"][0]["pattern"], "npm test", "{v}");
     assert_eq!(v["patterns"][0]["added_by"], "alice", "{v}");
     assert_eq!(v["live_scopes"][0]["name"], "hotfix", "{v}");
-    let v = ok_json(&fx.db, &["explain", "worker-1a"])?;
+    let v = ok_json(&fx, &["explain", "worker-1a"])?;
     assert_eq!(
         v["state"]["posture"]["chain"],
         json!(["conductor", "worker-1", "worker-1a"])
@@ -798,7 +830,7 @@ fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit()
         (&v["patterns"], &v["live_scopes"]),
         (&json!([]), &json!([]))
     );
-    let v = ok_json(&fx.db, &["explain", "sub-worker-1-1"])?;
+    let v = ok_json(&fx, &["explain", "sub-worker-1-1"])?;
     assert_eq!(
         (&v["session"]["origin"], &v["session"]["created_by"]),
         (&json!("spawned"), &json!("worker-1"))
@@ -814,12 +846,13 @@ fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit()
 // read commands, and a closed stdout
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn the_read_commands_write_nothing() -> TestResult {
-    let fx = Fixture::scenario()?;
-    let (seq, hash) = head(&fx.db)?;
+fn the_read_commands_write_nothing(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::scenario_on(engine)? else {
+        return Ok(());
+    };
+    let (seq, hash) = head(&fx)?;
     let saved = format!("{seq}:{hash}");
-    let before = dump(&fx.db)?;
+    let before = dump(&fx)?;
     for args in [
         &["verify"][..],
         &["--json", "verify", "--head", &saved],
@@ -840,8 +873,8 @@ fn the_read_commands_write_nothing() -> TestResult {
         &["explain", "sub-sub-worker-1-2-1"],
         &["explain", "conductor"],
     ] {
-        ok(&fx.db, args)?;
-        assert_eq!(dump(&fx.db)?, before, "`{}` wrote", args.join(" "));
+        ok(&fx, args)?;
+        assert_eq!(dump(&fx)?, before, "`{}` wrote", args.join(" "));
     }
     Ok(())
 }
@@ -898,4 +931,18 @@ fn a_closed_stdout_ends_the_command_quietly_with_the_sigpipe_status() -> TestRes
         assert_eq!(out.status.code(), Some(141), "{what}: {}", out.status);
     }
     Ok(())
+}
+
+engine_tests! {
+    verify_prints_ok_with_the_row_count_and_the_head_and_exits_0_in_text_and_json,
+    verify_prints_failed_at_the_first_bad_row_exits_1_and_under_json_names_an_unverified_chain,
+    audit_head_prints_seq_colon_hash_of_the_last_row_in_text_and_json,
+    a_head_saved_with_audit_head_verifies_later_with_head_and_with_from,
+    audit_json_prints_one_object_per_line_with_exactly_the_documented_fields,
+    audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail,
+    audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does,
+    audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match,
+    explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_and_audit_rows,
+    explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit,
+    the_read_commands_write_nothing,
 }

@@ -7,8 +7,11 @@
 //! refusals and their exit codes, for every command, in tests/cli.rs.
 //!
 //! Every test runs the real binary on a ledger in a temporary directory, always with an explicit
-//! `--db` and with `SESSION_LEDGER_DB` and `SESSION_LEDGER_ACTOR` removed from the environment.
+//! `--db` and with `SESSION_LEDGER_DB` and `SESSION_LEDGER_ACTOR` removed from the environment;
+//! and once more, as `postgres::NAME`, on a ledger in a PostgreSQL schema of its own
+//! (`--db postgres://...`).
 
+#[macro_use]
 mod common;
 
 use common::cli::*;
@@ -16,7 +19,7 @@ use std::collections::BTreeSet;
 use std::thread;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use common::Engine;
 use serde_json::{json, Value};
 
 // ------------------------------------------------------------------------------------------------
@@ -25,32 +28,22 @@ use serde_json::{json, Value};
 
 impl Fixture {
     fn ok(&self, args: &[&str]) -> TestResult<String> {
-        ok(&self.db, args)
+        ok(self, args)
     }
 
     fn json(&self, args: &[&str]) -> TestResult<Value> {
-        ok_json(&self.db, args)
-    }
-
-    fn conn(&self) -> TestResult<Connection> {
-        Ok(Connection::open_with_flags(
-            &self.db,
-            OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )?)
+        ok_json(self, args)
     }
 
     /// The sessions holding a posture row, with the level, ordered by id.
     fn posture_rows(&self) -> TestResult<Vec<String>> {
-        rows(
-            &self.conn()?,
-            "SELECT session_id || ':' || posture FROM postures ORDER BY session_id",
-        )
+        Ok(self
+            .store()
+            .column("SELECT session_id || ':' || posture FROM postures ORDER BY session_id"))
     }
 
     fn epoch_rows(&self) -> TestResult<i64> {
-        Ok(self
-            .conn()?
-            .query_row("SELECT count(*) FROM epochs", [], |r| r.get(0))?)
+        Ok(self.store().count("epochs"))
     }
 }
 
@@ -75,8 +68,10 @@ fn ids(list: &Value) -> Vec<String> {
 /// └── helper          (inherited)
 /// bystander   (trust, granted by bob)
 /// ```
-fn trusted_tree() -> TestResult<Fixture> {
-    let fx = Fixture::init()?;
+fn trusted_tree_on(engine: Engine) -> TestResult<Option<Fixture>> {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(None);
+    };
     for args in [
         &["create", "conductor", "--actor", "alice"][..],
         &["trust", "conductor", "--full", "--actor", "alice"],
@@ -89,16 +84,17 @@ fn trusted_tree() -> TestResult<Fixture> {
     ] {
         fx.ok(args)?;
     }
-    Ok(fx)
+    Ok(Some(fx))
 }
 
 // ------------------------------------------------------------------------------------------------
 // trust and revoke
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn trust_prints_the_granted_posture_in_text_and_json() -> TestResult {
-    let fx = Fixture::init()?;
+fn trust_prints_the_granted_posture_in_text_and_json(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     fx.ok(&["create", "conductor"])?;
     assert_eq!(
         fx.ok(&["trust", "conductor", "--full", "--actor", "alice"])?,
@@ -113,11 +109,14 @@ fn trust_prints_the_granted_posture_in_text_and_json() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn revoke_preview_prints_who_a_cascade_would_change_and_its_token_in_text_and_json() -> TestResult {
-    let fx = trusted_tree()?;
+fn revoke_preview_prints_who_a_cascade_would_change_and_its_token_in_text_and_json(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = trusted_tree_on(engine)? else {
+        return Ok(());
+    };
     let preview: Value = serde_json::from_str(&ok_unchanged(
-        &fx.db,
+        &fx,
         &["--json", "revoke", "conductor", "--preview"],
     )?)?;
     assert_eq!(
@@ -139,7 +138,7 @@ fn revoke_preview_prints_who_a_cascade_would_change_and_its_token_in_text_and_js
     let token = text(&preview["token"]);
     assert_eq!(token.len(), 64, "{token:?}");
     assert_eq!(
-        ok_unchanged(&fx.db, &["revoke", "conductor", "--preview"])?,
+        ok_unchanged(&fx, &["revoke", "conductor", "--preview"])?,
         format!(
             "a cascade from conductor would change 5 sessions:\n\
              \x20 conductor  depth 0  trust (granted)\n\
@@ -154,9 +153,12 @@ fn revoke_preview_prints_who_a_cascade_would_change_and_its_token_in_text_and_js
     Ok(())
 }
 
-#[test]
-fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json() -> TestResult {
-    let fx = trusted_tree()?;
+fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = trusted_tree_on(engine)? else {
+        return Ok(());
+    };
     assert_eq!(
         fx.ok(&["revoke", "worker", "--local"])?,
         "revoked 1 posture (local from worker)\n\
@@ -201,10 +203,12 @@ fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json(
     Ok(())
 }
 
-#[test]
 fn a_trusted_conductors_worker_is_born_trusted_until_a_previewed_cascade_applied_with_its_token(
+    engine: Engine,
 ) -> TestResult {
-    let fx = Fixture::init()?;
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     fx.ok(&["create", "conductor", "--actor", "alice"])?;
     fx.ok(&["trust", "conductor", "--full", "--actor", "alice"])?;
     let born = fx.ok(&["create", "worker", "--by", "conductor"])?;
@@ -243,7 +247,7 @@ fn a_trusted_conductors_worker_is_born_trusted_until_a_previewed_cascade_applied
         "the cascade left its tree"
     );
     assert_eq!(fx.posture_rows()?, ["bystander:trust"]);
-    let revokes = ok_json_lines(&fx.db, &["audit", "--kind", "posture.revoke"])?;
+    let revokes = ok_json_lines(&fx, &["audit", "--kind", "posture.revoke"])?;
     assert_eq!(revokes.len(), 2, "{revokes:?}");
     for r in &revokes {
         assert_eq!(r["actor"], "carol", "{r}");
@@ -253,31 +257,35 @@ fn a_trusted_conductors_worker_is_born_trusted_until_a_previewed_cascade_applied
     Ok(())
 }
 
-#[test]
 fn creates_racing_a_cascade_from_other_processes_leave_no_trusted_session_in_the_subtree(
+    engine: Engine,
 ) -> TestResult {
-    let fx = Fixture::init()?;
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     fx.ok(&["create", "conductor"])?;
     fx.ok(&["trust", "conductor", "--full"])?;
-    let db = fx.db.clone();
-    let creators: Vec<_> = (0..4)
-        .map(|t| {
-            let db = db.clone();
-            thread::spawn(move || {
-                for i in 0..8 {
-                    let id = format!("racer-{t}-{i}");
-                    let r = run(&db, &["create", &id, "--by", "conductor"]);
-                    assert!(r.status.success(), "{id}: {}", r.stderr);
-                }
+    thread::scope(|s| -> TestResult {
+        let creators: Vec<_> = (0..4)
+            .map(|t| {
+                let fx = &fx;
+                s.spawn(move || {
+                    for i in 0..8 {
+                        let id = format!("racer-{t}-{i}");
+                        let r = run(fx, &["create", &id, "--by", "conductor"]);
+                        assert!(r.status.success(), "{id}: {}", r.stderr);
+                    }
+                })
             })
-        })
-        .collect();
-    thread::sleep(Duration::from_millis(50));
-    let r = run(&db, &["revoke", "conductor", "--cascade"]);
-    assert!(r.status.success(), "the cascade failed: {}", r.stderr);
-    for c in creators {
-        c.join().map_err(|_| "a creating thread panicked")?;
-    }
+            .collect();
+        thread::sleep(Duration::from_millis(50));
+        let r = run(&fx, &["revoke", "conductor", "--cascade"]);
+        assert!(r.status.success(), "the cascade failed: {}", r.stderr);
+        for c in creators {
+            c.join().map_err(|_| "a creating thread panicked")?;
+        }
+        Ok(())
+    })?;
     let tree = fx.json(&["tree", "conductor"])?;
     assert_eq!(tree.as_array().map(Vec::len), Some(33), "{tree}");
     assert_eq!(
@@ -292,28 +300,29 @@ fn creates_racing_a_cascade_from_other_processes_leave_no_trusted_session_in_the
 // patterns and scopes
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn pattern_add_list_and_remove_print_in_text_and_json() -> TestResult {
-    let fx = Fixture::init()?;
+fn pattern_add_list_and_remove_print_in_text_and_json(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     fx.ok(&["create", "reviewer"])?;
     let add = ["pattern", "add", "reviewer", "npm test", "--actor", "alice"];
     assert_eq!(fx.ok(&add)?, "reviewer: pattern \"npm test\" added\n");
     assert_eq!(
-        ok_unchanged(&fx.db, &add)?,
+        ok_unchanged(&fx, &add)?,
         "reviewer: already had pattern \"npm test\"; nothing changed\n"
     );
     assert_eq!(
         fx.json(&["pattern", "add", "reviewer", "git *", "--actor", "bob"])?,
         json!({ "session": "reviewer", "pattern": "git *", "added": true })
     );
-    let out = ok_unchanged(&fx.db, &["--json", "pattern", "add", "reviewer", "git *"])?;
+    let out = ok_unchanged(&fx, &["--json", "pattern", "add", "reviewer", "git *"])?;
     assert_eq!(
         serde_json::from_str::<Value>(&out)?["added"],
         false,
         "{out}"
     );
 
-    let listed = ok_json_lines(&fx.db, &["pattern", "list", "reviewer"])?;
+    let listed = ok_json_lines(&fx, &["pattern", "list", "reviewer"])?;
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for p in &listed {
         assert_eq!(
@@ -351,9 +360,10 @@ fn pattern_add_list_and_remove_print_in_text_and_json() -> TestResult {
     Ok(())
 }
 
-#[test]
-fn scope_grant_list_and_revoke_print_in_text_and_json() -> TestResult {
-    let fx = Fixture::init()?;
+fn scope_grant_list_and_revoke_print_in_text_and_json(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     fx.ok(&["create", "conductor"])?;
     let scope = fx.json(&[
         "scope",
@@ -399,7 +409,7 @@ fn scope_grant_list_and_revoke_print_in_text_and_json() -> TestResult {
         "--actor",
         "bob",
     ])?;
-    let listed = ok_json_lines(&fx.db, &["scope", "list", "conductor"])?;
+    let listed = ok_json_lines(&fx, &["scope", "list", "conductor"])?;
     assert_eq!(listed.len(), 2, "{listed:?}");
     assert_eq!(listed[0], scope);
     let ops_until = text(&listed[1]["expires_at"]);
@@ -423,7 +433,7 @@ fn scope_grant_list_and_revoke_print_in_text_and_json() -> TestResult {
         fx.json(&["scope", "revoke", "conductor", "deploy:prod"])?,
         json!({ "session": "conductor", "scope": "deploy:prod", "revoked": true })
     );
-    let listed = ok_json_lines(&fx.db, &["scope", "list", "conductor"])?;
+    let listed = ok_json_lines(&fx, &["scope", "list", "conductor"])?;
     let revoked: Vec<&str> = listed.iter().map(|s| text(&s["revoked_at"])).collect();
     assert!(revoked.iter().all(|at| !at.is_empty()), "{listed:?}");
     assert_eq!(
@@ -440,9 +450,12 @@ fn scope_grant_list_and_revoke_print_in_text_and_json() -> TestResult {
 // decide
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn decide_prints_the_verdict_and_what_admitted_it_or_why_it_asks_in_text_and_json() -> TestResult {
-    let fx = trusted_tree()?;
+fn decide_prints_the_verdict_and_what_admitted_it_or_why_it_asks_in_text_and_json(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = trusted_tree_on(engine)? else {
+        return Ok(());
+    };
     for args in [
         &["end", "helper"][..],
         &["create", "plain"],
@@ -599,9 +612,10 @@ fn decide_prints_the_verdict_and_what_admitted_it_or_why_it_asks_in_text_and_jso
     Ok(())
 }
 
-#[test]
-fn decide_exits_zero_for_approve_and_ask_with_and_without_json() -> TestResult {
-    let fx = trusted_tree()?;
+fn decide_exits_zero_for_approve_and_ask_with_and_without_json(engine: Engine) -> TestResult {
+    let Some(fx) = trusted_tree_on(engine)? else {
+        return Ok(());
+    };
     fx.ok(&["create", "plain"])?;
     for json in [true, false] {
         for (id, verdict) in [("worker", "approve"), ("plain", "ask"), ("nobody", "ask")] {
@@ -610,7 +624,7 @@ fn decide_exits_zero_for_approve_and_ask_with_and_without_json() -> TestResult {
                 args.push("--json");
             }
             args.extend(["decide", id, "--", "make", "deploy"]);
-            let r = run(&fx.db, &args);
+            let r = run(&fx, &args);
             assert_eq!(
                 r.status.code(),
                 Some(0),
@@ -635,15 +649,14 @@ fn decide_exits_zero_for_approve_and_ask_with_and_without_json() -> TestResult {
 // epochs
 // ------------------------------------------------------------------------------------------------
 
-#[test]
-fn epoch_show_and_start_print_the_epoch_in_text_and_json_and_a_lapsed_posture_says_so() -> TestResult
-{
-    let fx = Fixture::init()?;
+fn epoch_show_and_start_print_the_epoch_in_text_and_json_and_a_lapsed_posture_says_so(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     assert_eq!(fx.json(&["epoch", "show"])?, json!({ "epoch": 0 }));
-    assert_eq!(
-        ok_unchanged(&fx.db, &["epoch", "show"])?,
-        "current epoch: 0\n"
-    );
+    assert_eq!(ok_unchanged(&fx, &["epoch", "show"])?, "current epoch: 0\n");
     fx.ok(&["create", "conductor"])?;
     fx.ok(&["trust", "conductor", "--full", "--actor", "alice"])?;
     assert_eq!(
@@ -673,9 +686,10 @@ fn epoch_show_and_start_print_the_epoch_in_text_and_json_and_a_lapsed_posture_sa
     Ok(())
 }
 
-#[test]
-fn no_command_but_epoch_start_adds_an_epoch() -> TestResult {
-    let fx = Fixture::init()?;
+fn no_command_but_epoch_start_adds_an_epoch(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
     assert_eq!(fx.epoch_rows()?, 1, "a new ledger starts in one epoch");
     let commands: &[&[&str]] = &[
         &["init"],
@@ -712,4 +726,18 @@ fn no_command_but_epoch_start_adds_an_epoch() -> TestResult {
     fx.ok(&["epoch", "start", "--durable"])?;
     assert_eq!(fx.epoch_rows()?, 3);
     Ok(())
+}
+
+engine_tests! {
+    trust_prints_the_granted_posture_in_text_and_json,
+    revoke_preview_prints_who_a_cascade_would_change_and_its_token_in_text_and_json,
+    revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json,
+    a_trusted_conductors_worker_is_born_trusted_until_a_previewed_cascade_applied_with_its_token,
+    creates_racing_a_cascade_from_other_processes_leave_no_trusted_session_in_the_subtree,
+    pattern_add_list_and_remove_print_in_text_and_json,
+    scope_grant_list_and_revoke_print_in_text_and_json,
+    decide_prints_the_verdict_and_what_admitted_it_or_why_it_asks_in_text_and_json,
+    decide_exits_zero_for_approve_and_ask_with_and_without_json,
+    epoch_show_and_start_print_the_epoch_in_text_and_json_and_a_lapsed_posture_says_so,
+    no_command_but_epoch_start_adds_an_epoch,
 }

@@ -73,7 +73,8 @@ fn many_threads_creating_and_reading_at_once_all_succeed() -> TestResult {
 
 #[test]
 fn the_wal_file_outlives_the_last_connection_and_holds_nothing_uncheckpointed() -> TestResult {
-    let Fixture { dir, ledger, .. } = Fixture::new();
+    let Fixture { ledger, store } = Fixture::new();
+    let dir = &store.dir;
     let path = dir.path().join("ledger.db");
     let wal = dir.path().join("ledger.db-wal");
     ledger.create_root("root", "test")?;

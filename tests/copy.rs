@@ -264,13 +264,6 @@ fn a_copy_by_a_role_that_does_not_own_the_tables_copies_nothing_and_says_why() -
     Ok(())
 }
 
-/// The password in the test server's URL (between `user:` and `@`).
-fn password_of(url: &str) -> String {
-    let after_scheme = url.split_once("://").expect("a URL").1;
-    let userinfo = after_scheme.split_once('@').expect("credentials").0;
-    userinfo.split_once(':').expect("a password").1.to_owned()
-}
-
 #[test]
 fn session_ledger_copy_says_what_it_moved_and_the_moved_ledger_verifies_from_the_command_line(
 ) -> TestResult {
@@ -299,7 +292,7 @@ fn session_ledger_copy_says_what_it_moved_and_the_moved_ledger_verifies_from_the
         "{}",
         text.stdout
     );
-    let secret = password_of(&to);
+    let secret = common::postgres_place::password_of(&to);
     assert!(!text.stdout.contains(&secret) && !text.stderr.contains(&secret));
     let verify = cli::run_raw(source.dir.path(), &["--db", &to, "verify"]);
     assert!(verify.status.success(), "{verify:?}");

@@ -5,12 +5,16 @@
 //! connection as a tamperer or a full disk would strike, that aborts the operation's last
 //! statement (its audit row) or its first change. Each operation has already executed the
 //! statements before it when the fault strikes, so anything not rolled back would show.
+//!
+//! On PostgreSQL the fault is the connection itself: the server's backend serving the
+//! operation is killed (`pg_terminate_backend`) in the middle of its transaction (see
+//! [`killed`]).
 
 mod common;
 
 use std::time::Duration;
 
-use common::{Fixture, TestResult};
+use common::{Engine, Fixture, TestResult};
 use session_ledger::{Config, CreationRefused, Error, PostureLevel, Propagation, Raise, Taint};
 
 /// Where the fault strikes.
@@ -68,9 +72,14 @@ fn remove(f: &Fixture) {
     }
 }
 
-/// A ledger with something of everything, so each operation has work to undo.
+/// A SQLite ledger with something of everything, so each operation has work to undo.
 fn scene() -> Fixture {
-    let f = Fixture::with(Config::default().max_live_children(3));
+    scene_on(Engine::Sqlite).expect("SQLite is always there")
+}
+
+/// [`scene`] on `engine`; `None` when the engine is not available here.
+fn scene_on(engine: Engine) -> Option<Fixture> {
+    let f = Fixture::on(engine, Config::default().max_live_children(3))?;
     f.ledger.create_root("conductor", "op").expect("root");
     f.ledger
         .grant("conductor", PostureLevel::Trust, "op")
@@ -83,7 +92,7 @@ fn scene() -> Fixture {
     f.ledger
         .grant_scope("w1", "hotfix", Duration::from_secs(3600), "op")
         .expect("scope");
-    f
+    Some(f)
 }
 
 /// Runs `op` with each fault: it fails with a clear error and changes nothing; the pool still
@@ -251,4 +260,138 @@ fn a_write_that_fails_does_not_poison_concurrent_work() -> TestResult {
         r.join().expect("reader");
     }
     Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// PostgreSQL: the backend connection killed in the middle of a transaction
+// ------------------------------------------------------------------------------------------------
+//
+// The crash tests (tests/crash.rs) stay SQLite-only. There the ledger is a file that the library's
+// own process writes, so a process killed in the middle of a commit is the library's durability
+// to prove. On PostgreSQL, a crash of the server is the server's durability (its write-ahead log),
+// not the library's; and a client process killed in the middle of a transaction is a connection
+// that closes, whose backend rolls the transaction back. What the library must get right is what
+// these tests make happen: the connection dies inside one of its transactions, after some of the
+// transaction's statements ran. Nothing of it may remain, the caller must get an error (not a
+// panic, not a success), and the handle must go on working.
+
+/// The first key of the lock a stalled transaction waits for (the second is the holder's pid).
+const STALL: i32 = 7814;
+
+/// Runs `op` on `f`, a PostgreSQL [`scene`], and kills its backend connection in the middle of
+/// its transaction: a trigger, installed by hand, makes the operation's audit insert (which
+/// comes after every other statement of the operation) wait for a lock that a psql session
+/// holds, and the test terminates the backend that waits for it, from another connection, with
+/// `pg_terminate_backend`. Then: the operation failed with a storage error, every table is as it
+/// was, more reads than the pool has connections succeed, and the operation succeeds once the
+/// trigger is gone.
+fn killed<T: std::fmt::Debug + Send>(
+    f: Fixture,
+    name: &str,
+    op: impl Fn(&Fixture) -> session_ledger::Result<T> + Sync,
+) -> TestResult {
+    let before = f.snapshot();
+    let mut holder = f.place().client();
+    let key: i32 = holder.query_one("SELECT pg_backend_pid()", &[])?.get(0);
+    holder.batch_execute(&format!("SELECT pg_advisory_lock({STALL}, {key})"))?;
+    f.exec(&format!(
+        "CREATE FUNCTION failpoint_stall() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN PERFORM pg_advisory_xact_lock({STALL}, {key}); RETURN NEW; END $$;
+         CREATE TRIGGER failpoint_stall BEFORE INSERT ON audit
+         FOR EACH ROW EXECUTE FUNCTION failpoint_stall()"
+    ))?;
+
+    let outcome = std::thread::scope(|s| -> Result<_, postgres::Error> {
+        let running = s.spawn(|| op(&f));
+        let mut killer = f.place().client();
+        // The backend waiting for the holder's lock: the operation's, inside its transaction.
+        let waiting = format!(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+               AND classid = {STALL} AND objid = {key} AND objsubid = 2"
+        );
+        let victim: i32 = loop {
+            if let Some(row) = killer.query(&waiting, &[])?.first() {
+                break row.get(0);
+            }
+            assert!(
+                !running.is_finished(),
+                "{name} ended without reaching its audit row"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        let killed: bool = killer
+            .query_one("SELECT pg_terminate_backend($1)", &[&victim])?
+            .get(0);
+        assert!(killed, "{name}: the backend was not terminated");
+        Ok(running.join().expect("the operation panicked"))
+    })?;
+
+    let err = outcome.expect_err(&format!(
+        "{name} succeeded though its connection was killed"
+    ));
+    assert!(
+        matches!(err, Error::Storage(_)) && err.kind() == "storage",
+        "{name}: not a storage error: {err:?}"
+    );
+    // The server's last word (57P01), or, when the client notices the closed socket before it
+    // reads that, the client's.
+    let said = err.to_string();
+    assert!(
+        said.contains("terminating connection") || said.contains("connection closed"),
+        "{name}: the error should say that the connection ended: {said}"
+    );
+    holder.batch_execute(&format!("SELECT pg_advisory_unlock({STALL}, {key})"))?;
+    f.exec("DROP TRIGGER failpoint_stall ON audit; DROP FUNCTION failpoint_stall()")?;
+    assert_eq!(f.snapshot(), before, "{name} left changes behind");
+    // The pool drops the dead connection: every pooled connection still works.
+    for _ in 0..20 {
+        f.ledger.state("conductor")?;
+    }
+    op(&f).unwrap_or_else(|e| panic!("{name} after the connection was killed: {e}"));
+    assert!(f.ledger.verify(None)?.ok);
+    assert_eq!(f.verify_in_sql(), None);
+    Ok(())
+}
+
+#[test]
+fn creating_a_child_whose_connection_is_killed_midway_changes_nothing_and_the_handle_works_on(
+) -> TestResult {
+    let Some(f) = scene_on(Engine::Postgres) else {
+        return Ok(());
+    };
+    killed(f, "create_child", |f| {
+        f.ledger.create_child("w3", "conductor", "op")
+    })
+}
+
+#[test]
+fn a_cascade_whose_connection_is_killed_midway_revokes_nothing_and_the_handle_works_on(
+) -> TestResult {
+    let Some(f) = scene_on(Engine::Postgres) else {
+        return Ok(());
+    };
+    killed(f, "revoke cascade", |f| {
+        f.ledger
+            .revoke("conductor", Propagation::Cascade { token: None }, "op")
+    })
+}
+
+#[test]
+fn a_first_read_whose_connection_is_killed_midway_materializes_nothing_and_the_handle_works_on(
+) -> TestResult {
+    let Some(f) = scene_on(Engine::Postgres) else {
+        return Ok(());
+    };
+    killed(f, "first read", |f| f.ledger.state("w1a"))
+}
+
+#[test]
+fn a_spawned_first_read_whose_connection_is_killed_midway_records_nothing_and_the_handle_works_on(
+) -> TestResult {
+    let Some(f) = scene_on(Engine::Postgres) else {
+        return Ok(());
+    };
+    killed(f, "spawned first read", |f| {
+        f.ledger.state("sub-sub-w1a-1-1")
+    })
 }

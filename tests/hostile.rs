@@ -176,7 +176,7 @@ fn ledger_file() -> (tempfile::TempDir, std::path::PathBuf) {
     common::raw(&path)
         .pragma_update(None, "wal_checkpoint", "TRUNCATE")
         .expect("checkpoint");
-    (f.dir, path)
+    (f.store.dir, path)
 }
 
 #[test]

@@ -1,11 +1,18 @@
 //! Running the `session-ledger` binary in tests: always with an explicit `--db`, in the ledger's
 //! directory, with the ledger's environment variables removed.
+//!
+//! Every helper takes the ledger as a [`Db`]: a SQLite file's path, or a [`Fixture`], whose
+//! ledger is a file or a PostgreSQL schema (`--db postgres://...`). The end-to-end flows take the
+//! engine as a parameter (`engine_tests!`) and pass the fixture; the tests of the SQLite file
+//! itself pass its path.
 
-use std::ffi::OsStr;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 use serde_json::Value;
+
+use super::{Engine, Store};
 
 pub type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
@@ -49,32 +56,72 @@ pub fn run_raw<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Run {
     run_in(cwd, args, &[])
 }
 
+/// Runs the binary in `cwd` with exactly `args`, with the ledger's environment variables removed
+/// and then `vars` set (`SESSION_LEDGER_DB`, say).
+pub fn run_raw_env<S: AsRef<OsStr>>(cwd: &Path, vars: &[(&str, &str)], args: &[S]) -> Run {
+    run_in(cwd, args, vars)
+}
+
+/// A ledger the binary is pointed at.
+pub trait Db {
+    /// What `--db` is given: the file's path, or the database's URL.
+    fn target(&self) -> OsString;
+    /// The directory the binary runs in: the file's.
+    fn cwd(&self) -> &Path;
+    /// Every row of every table, as stored, sorted.
+    fn rows(&self) -> TestResult<Vec<String>>;
+}
+
+/// A SQLite ledger file.
+impl Db for Path {
+    fn target(&self) -> OsString {
+        self.as_os_str().to_owned()
+    }
+
+    fn cwd(&self) -> &Path {
+        self.parent().expect("the ledger sits in a directory")
+    }
+
+    fn rows(&self) -> TestResult<Vec<String>> {
+        dump_file(self)
+    }
+}
+
+impl Db for PathBuf {
+    fn target(&self) -> OsString {
+        self.as_path().target()
+    }
+
+    fn cwd(&self) -> &Path {
+        self.as_path().cwd()
+    }
+
+    fn rows(&self) -> TestResult<Vec<String>> {
+        self.as_path().rows()
+    }
+}
+
 /// Runs `session-ledger --db DB ARGS...` in DB's directory.
-pub fn run(db: &Path, args: &[&str]) -> Run {
+pub fn run(db: &(impl Db + ?Sized), args: &[&str]) -> Run {
     run_env(db, &[], args)
 }
 
 /// Runs `session-ledger --db DB ARGS...` in DB's directory with `vars` set in its environment.
-pub fn run_env(db: &Path, vars: &[(&str, &str)], args: &[&str]) -> Run {
-    run_in(in_dir_of(db), &with_db(db, args), vars)
+pub fn run_env(db: &(impl Db + ?Sized), vars: &[(&str, &str)], args: &[&str]) -> Run {
+    run_in(db.cwd(), &with_db(db, args), vars)
 }
 
 /// `--db DB ARGS...`.
-fn with_db<'a>(db: &'a Path, args: &[&'a str]) -> Vec<&'a OsStr> {
-    let mut all: Vec<&OsStr> = vec![OsStr::new("--db"), db.as_os_str()];
-    all.extend(args.iter().map(|a| OsStr::new(*a)));
+fn with_db(db: &(impl Db + ?Sized), args: &[&str]) -> Vec<OsString> {
+    let mut all = vec![OsString::from("--db"), db.target()];
+    all.extend(args.iter().map(OsString::from));
     all
-}
-
-/// The directory the ledger `db` sits in, where the binary runs.
-fn in_dir_of(db: &Path) -> &Path {
-    db.parent().expect("the ledger sits in a directory")
 }
 
 /// `session-ledger --db DB ARGS...` in DB's directory, not started yet: for a test that drives
 /// the process's pipes itself.
-pub fn command(db: &Path, args: &[&str]) -> Command {
-    command_in(in_dir_of(db), &with_db(db, args), &[])
+pub fn command(db: &(impl Db + ?Sized), args: &[&str]) -> Command {
+    command_in(db.cwd(), &with_db(db, args), &[])
 }
 
 /// The error of a failed `--json` run: stderr is exactly one line, one JSON object with a
@@ -98,7 +145,7 @@ pub fn json_error(r: &Run, what: &str) -> TestResult<Value> {
 }
 
 /// Runs the binary, requires success, and returns its stdout.
-pub fn ok(db: &Path, args: &[&str]) -> TestResult<String> {
+pub fn ok(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<String> {
     let r = run(db, args);
     if !r.status.success() {
         return Err(format!("`{}` failed ({}): {}", args.join(" "), r.status, r.stderr).into());
@@ -114,7 +161,7 @@ fn with_json<'a>(args: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// Runs the binary with `--json`, requires success, and parses its stdout as one JSON value.
-pub fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
+pub fn ok_json(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Value> {
     let all = with_json(args);
     let out = ok(db, &all)?;
     serde_json::from_str(&out)
@@ -122,7 +169,7 @@ pub fn ok_json(db: &Path, args: &[&str]) -> TestResult<Value> {
 }
 
 /// Runs the binary with `--json`, requires success, and parses each stdout line as JSON.
-pub fn ok_json_lines(db: &Path, args: &[&str]) -> TestResult<Vec<Value>> {
+pub fn ok_json_lines(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Vec<Value>> {
     let all = with_json(args);
     ok(db, &all)?
         .lines()
@@ -198,31 +245,68 @@ pub fn assert_mentions(r: &Run, words: &str) {
     );
 }
 
-/// A temporary directory holding `ledger.db`. Each test file adds the ledgers it needs in an
+/// A ledger for the binary, in a temporary directory where the binary runs: `ledger.db` in it,
+/// or a PostgreSQL schema of its own ([`Store`]). Each test file adds the ledgers it needs in an
 /// `impl Fixture` of its own.
 pub struct Fixture {
-    _dir: tempfile::TempDir,
-    pub db: std::path::PathBuf,
+    store: Store,
+    /// `ledger.db` in the directory: the ledger itself on SQLite. On PostgreSQL nothing is
+    /// there, and the fixture itself is the [`Db`] to pass.
+    pub db: PathBuf,
 }
 
 impl Fixture {
-    /// A directory with no ledger in it yet.
+    /// A directory with no SQLite ledger in it yet.
     pub fn empty() -> TestResult<Fixture> {
-        let dir = tempfile::tempdir()?;
-        let db = dir.path().join("ledger.db");
-        Ok(Fixture { _dir: dir, db })
+        Ok(Fixture::empty_on(Engine::Sqlite).expect("SQLite is always there"))
     }
 
-    /// An initialized, empty ledger.
+    /// No ledger yet on `engine` (an empty schema on PostgreSQL); `None` when the engine is not
+    /// available here (the test then passes having said so).
+    pub fn empty_on(engine: Engine) -> Option<Fixture> {
+        let store = Store::on(engine)?;
+        let db = store.dir.path().join("ledger.db");
+        Some(Fixture { store, db })
+    }
+
+    /// An initialized, empty SQLite ledger.
     pub fn init() -> TestResult<Fixture> {
-        let fx = Fixture::empty()?;
-        ok(&fx.db, &["init"])?;
-        Ok(fx)
+        Ok(Fixture::init_on(Engine::Sqlite)?.expect("SQLite is always there"))
     }
 
-    /// The directory the ledger sits in.
+    /// An initialized, empty ledger on `engine` (`session-ledger init`); `None` as
+    /// [`Fixture::empty_on`].
+    pub fn init_on(engine: Engine) -> TestResult<Option<Fixture>> {
+        let Some(fx) = Fixture::empty_on(engine) else {
+            return Ok(None);
+        };
+        ok(&fx, &["init"])?;
+        Ok(Some(fx))
+    }
+
+    /// The directory the binary runs in, where a SQLite ledger sits.
     pub fn dir(&self) -> &Path {
-        self.db.parent().expect("the ledger sits in a directory")
+        self.store.dir.path()
+    }
+
+    /// The ledger's place, for what a test reads or edits beside the binary.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+/// The fixture's ledger, on its engine.
+impl Db for Fixture {
+    fn target(&self) -> OsString {
+        self.store.target().into()
+    }
+
+    fn cwd(&self) -> &Path {
+        self.dir()
+    }
+
+    fn rows(&self) -> TestResult<Vec<String>> {
+        Ok(self.store.snapshot())
     }
 }
 
@@ -234,14 +318,19 @@ pub fn rows(conn: &rusqlite::Connection, sql: &str) -> TestResult<Vec<String>> {
 }
 
 /// `--json audit FILTERS...`: one JSON object a line.
-pub fn audit_lines(db: &Path, filters: &[&str]) -> TestResult<Vec<Value>> {
+pub fn audit_lines(db: &(impl Db + ?Sized), filters: &[&str]) -> TestResult<Vec<Value>> {
     let mut args = vec!["audit"];
     args.extend_from_slice(filters);
     ok_json_lines(db, &args)
 }
 
 /// Every row of every table, as stored, sorted: to show that a command wrote nothing.
-pub fn dump(db: &Path) -> TestResult<Vec<String>> {
+pub fn dump(db: &(impl Db + ?Sized)) -> TestResult<Vec<String>> {
+    db.rows()
+}
+
+/// Every row of every table of a SQLite ledger file, as stored, sorted.
+fn dump_file(db: &Path) -> TestResult<Vec<String>> {
     use rusqlite::{Connection, OpenFlags};
     let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     let tables = rows(
@@ -268,7 +357,7 @@ pub fn dump(db: &Path) -> TestResult<Vec<String>> {
 
 /// Runs a command that must be refused: a clean failure, and the ledger unchanged. Returns the
 /// run so the caller can check the message.
-pub fn refused_unchanged(db: &Path, args: &[&str]) -> TestResult<Run> {
+pub fn refused_unchanged(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Run> {
     let before = dump(db)?;
     let r = run(db, args);
     assert_clean_failure(&r, &format!("`{}`", args.join(" ")));
@@ -277,7 +366,7 @@ pub fn refused_unchanged(db: &Path, args: &[&str]) -> TestResult<Run> {
 }
 
 /// Runs a command that must succeed and change nothing; returns its stdout.
-pub fn ok_unchanged(db: &Path, args: &[&str]) -> TestResult<String> {
+pub fn ok_unchanged(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<String> {
     let before = dump(db)?;
     let out = ok(db, args)?;
     assert_eq!(before, dump(db)?, "`{}` changed the ledger", args.join(" "));

@@ -2,15 +2,16 @@
 //!
 //! The behaviour suites run once per storage engine: a test is a function of the [`Engine`], it
 //! takes its ledger with [`fixture!`], and [`engine_tests!`] makes a test per engine of it
-//! (`sqlite::NAME`). A [`Fixture`] offers what a test needs of the database underneath in
-//! engine-neutral calls: [`Fixture::count`], [`Fixture::snapshot`], hand edits
-//! ([`Fixture::exec`], [`Fixture::tamper`]) as someone with the engine's own shell would make
-//! them, and that shell itself, kept open across statements ([`Fixture::shell`]). Suites about
-//! one engine's file itself (the SQLite file's header, its WAL, a read-only file, a crash) use
-//! [`Fixture::new`] and [`Fixture::sql`] directly.
+//! (`sqlite::NAME`). A [`Fixture`] is a ledger open in a [`Store`], which offers what a test
+//! needs of the database underneath in engine-neutral calls: [`Store::count`],
+//! [`Store::snapshot`], hand edits ([`Store::exec`], [`Store::tamper`]) as someone with the
+//! engine's own shell would make them, and that shell itself, kept open across statements
+//! ([`Store::shell`]). Suites about one engine's file itself (the SQLite file's header, its WAL,
+//! a read-only file, a crash) use [`Fixture::new`] and [`Store::sql`] directly.
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod stress;
 
 use std::path::{Path, PathBuf};
 
@@ -71,64 +72,40 @@ macro_rules! fixture {
     };
 }
 
-/// A fresh ledger in a place of its own (a file in a temporary folder, or a database schema),
-/// which lives as long as the fixture.
-pub struct Fixture {
-    pub ledger: Ledger,
+/// Where a test's ledger is kept, apart from any handle on it: a SQLite file in a temporary
+/// folder, or a schema of its own on the test server (dropped with the store); and what someone
+/// with the engine's own shell can do to it. A [`Fixture`] opens a `Ledger` in one; the CLI
+/// suites point the binary at one (`cli::Fixture`).
+pub struct Store {
+    /// The temporary folder: the SQLite file's, and the binary's working folder.
     pub dir: TempDir,
     pub engine: Engine,
     place: Option<Place>,
 }
 
-impl Fixture {
-    /// A fresh SQLite ledger, for the suites about the SQLite file itself.
-    pub fn new() -> Fixture {
-        Fixture::with(Config::default())
-    }
-
-    /// [`Fixture::new`] with `config`.
-    pub fn with(config: Config) -> Fixture {
-        Fixture::on(Engine::Sqlite, config).expect("SQLite is always there")
-    }
-
-    /// A fresh ledger on `engine` with `config`; `None` when the engine is not available here
-    /// (the test then passes having said so).
-    pub fn on(engine: Engine, config: Config) -> Option<Fixture> {
+impl Store {
+    /// A new, empty place on `engine`; `None` when the engine is not available here (said
+    /// once, or a failure under `SESSION_LEDGER_REQUIRE_POSTGRES=1`).
+    pub fn on(engine: Engine) -> Option<Store> {
         let dir = tempfile::tempdir().expect("temp dir");
         let place = match engine {
             Engine::Sqlite => None,
             Engine::Postgres => Some(Place::new()?),
         };
-        let fixture = Fixture {
-            ledger: Ledger::open_with(Fixture::target_of(&dir, &place), config)
-                .expect("open a fresh ledger"),
-            dir,
-            engine,
-            place,
-        };
-        Some(fixture)
-    }
-
-    fn target_of(dir: &TempDir, place: &Option<Place>) -> String {
-        match place {
-            Some(place) => place.url(),
-            None => dir.path().join("ledger.db").display().to_string(),
-        }
+        Some(Store { dir, engine, place })
     }
 
     /// What `session-ledger --db` and `Ledger::open` take to open this ledger: the file's path,
     /// or the database's URL.
     pub fn target(&self) -> String {
-        Fixture::target_of(&self.dir, &self.place)
-    }
-
-    /// Opens the same ledger again, as another handle or process would.
-    pub fn reopen(&self, config: Config) -> Ledger {
-        Ledger::open_with(self.target(), config).expect("reopen the ledger")
+        match &self.place {
+            Some(place) => place.url(),
+            None => self.dir.path().join("ledger.db").display().to_string(),
+        }
     }
 
     /// The PostgreSQL schema of this ledger.
-    fn place(&self) -> &Place {
+    pub fn place(&self) -> &Place {
         self.place
             .as_ref()
             .expect("a PostgreSQL ledger has a place")
@@ -208,6 +185,14 @@ impl Fixture {
         }
     }
 
+    /// The first column of every row `sql` returns, as text (`NULL` as an empty string).
+    pub fn column(&self, sql: &str) -> Vec<String> {
+        self.query(sql)
+            .into_iter()
+            .map(|row| row[0].clone().unwrap_or_default())
+            .collect()
+    }
+
     /// A session of the engine's own shell on this ledger (`sqlite3` on the file, `psql` as the
     /// owner role), kept open across statements: for a test that holds a transaction open while
     /// the library works beside it, or that sets its session up first.
@@ -244,6 +229,47 @@ impl Fixture {
             Engine::Postgres => self.place().check_head_in_psql(head.seq, &head.hash),
         };
         out.lines().nth(1).expect("one row").to_owned()
+    }
+}
+
+/// A fresh ledger in a [`Store`] of its own, open as `ledger`, which lives as long as the
+/// fixture. What the fixture's store offers (`f.snapshot()`, `f.exec(..)`, `f.dir`, ...) is
+/// reached through the fixture itself.
+pub struct Fixture {
+    pub ledger: Ledger,
+    pub store: Store,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl Fixture {
+    /// A fresh SQLite ledger, for the suites about the SQLite file itself.
+    pub fn new() -> Fixture {
+        Fixture::with(Config::default())
+    }
+
+    /// [`Fixture::new`] with `config`.
+    pub fn with(config: Config) -> Fixture {
+        Fixture::on(Engine::Sqlite, config).expect("SQLite is always there")
+    }
+
+    /// A fresh ledger on `engine` with `config`; `None` when the engine is not available here
+    /// (the test then passes having said so).
+    pub fn on(engine: Engine, config: Config) -> Option<Fixture> {
+        let store = Store::on(engine)?;
+        let ledger = Ledger::open_with(store.target(), config).expect("open a fresh ledger");
+        Some(Fixture { ledger, store })
+    }
+
+    /// Opens the same ledger again, as another handle or process would.
+    pub fn reopen(&self, config: Config) -> Ledger {
+        Ledger::open_with(self.target(), config).expect("reopen the ledger")
     }
 
     /// Builds a tree from a compact literal: `"a > b c; b > d"` makes root `a` with children
@@ -287,7 +313,7 @@ impl Fixture {
     }
 }
 
-/// A session of an engine's own shell, kept open across statements ([`Fixture::shell`]). Each
+/// A session of an engine's own shell, kept open across statements ([`Store::shell`]). Each
 /// call runs its statements as they are: no transaction is added, so a test can hold one open
 /// across calls (`BEGIN` in one call, `COMMIT` in a later one).
 pub enum Shell {
@@ -312,7 +338,7 @@ impl Shell {
         }
     }
 
-    /// Every row `sql` returns, each value as text (`None` for NULL), as [`Fixture::query`].
+    /// Every row `sql` returns, each value as text (`None` for NULL), as [`Store::query`].
     pub fn query(&mut self, sql: &str) -> Vec<Vec<Option<String>>> {
         match self {
             Shell::Sqlite(conn) => sqlite_rows(conn, sql),

@@ -15,6 +15,10 @@ use postgres::{Client, NoTls, SimpleQueryMessage};
 /// The variable naming the test server's database, as the owner role.
 pub const URL_VARIABLE: &str = "SESSION_LEDGER_TEST_POSTGRES";
 
+/// The variable naming the same database as [`URL_VARIABLE`], as the same role, over TCP
+/// (127.0.0.1) rather than the server's Unix socket.
+pub const TCP_URL_VARIABLE: &str = "SESSION_LEDGER_TEST_POSTGRES_TCP";
+
 /// A schema holding one test's ledger.
 pub struct Place {
     base: String,
@@ -45,6 +49,33 @@ pub fn server() -> Option<String> {
             None
         }
     }
+}
+
+/// The server's URL over TCP ([`TCP_URL_VARIABLE`]), or `None` when the PostgreSQL tests cannot
+/// run here (as [`server`]). A server given without it, under
+/// `SESSION_LEDGER_REQUIRE_POSTGRES=1`, is a failure.
+pub fn server_over_tcp() -> Option<String> {
+    server()?;
+    match std::env::var(TCP_URL_VARIABLE) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("SESSION_LEDGER_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("{TCP_URL_VARIABLE} is not set, and SESSION_LEDGER_REQUIRE_POSTGRES=1");
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIPPED: a test over TCP: {TCP_URL_VARIABLE} is not set ***\n"
+            );
+            None
+        }
+    }
+}
+
+/// The password in a test server's URL (between `user:` and `@`).
+pub fn password_of(url: &str) -> String {
+    let after_scheme = url.split_once("://").expect("a URL").1;
+    let userinfo = after_scheme.split_once('@').expect("credentials").0;
+    userinfo.split_once(':').expect("a password").1.to_owned()
 }
 
 /// A client of the test server at `url`.
@@ -114,6 +145,11 @@ impl Place {
     /// The ledger's URL.
     pub fn url(&self) -> String {
         with_search_path(&self.base, &self.schema)
+    }
+
+    /// The ledger's URL on `base`: the same database reached another way (over TCP, say).
+    pub fn url_on(&self, base: &str) -> String {
+        with_search_path(base, &self.schema)
     }
 
     /// A new connection to the ledger, as the owner role.
