@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::postgres_place::WRITE_LOCK;
 use common::stress::{self, env_usize, Log};
 use common::{Engine, Fixture, TestResult};
 use session_ledger::{
@@ -472,9 +473,6 @@ engine_tests! {
 // ------------------------------------------------------------------------------------------------
 // a deadlock, on PostgreSQL
 // ------------------------------------------------------------------------------------------------
-
-/// The ledger's lock, which every write transaction of the PostgreSQL engine takes first.
-const WRITE_LOCK: &str = "SELECT pg_advisory_xact_lock(7814902317660418407)";
 
 #[test]
 fn a_write_the_server_aborts_to_break_a_deadlock_is_run_again_and_its_caller_sees_success(

@@ -1177,10 +1177,10 @@ fn a_write_waits_for_a_transaction_holding_the_write_lock_and_then_succeeds(
     let f = fixture!(engine);
     f.build("root > a");
     let mut holder = f.shell();
-    holder.run(match engine {
-        Engine::Sqlite => "BEGIN IMMEDIATE",
+    holder.run(&match engine {
+        Engine::Sqlite => "BEGIN IMMEDIATE".to_owned(),
         // The ledger's lock, which every write transaction of the engine takes first.
-        Engine::Postgres => "BEGIN; SELECT pg_advisory_xact_lock(7814902317660418407)",
+        Engine::Postgres => format!("BEGIN; {}", common::postgres_place::WRITE_LOCK),
     })?;
     std::thread::scope(|s| -> TestResult {
         let writer = s.spawn(|| f.ledger.create_child("b", "root", "op"));
@@ -1199,14 +1199,11 @@ fn a_write_waits_for_a_transaction_holding_the_write_lock_and_then_succeeds(
 fn a_read_transaction_sees_one_state_while_the_library_commits_beside_it(
     engine: Engine,
 ) -> TestResult {
-    // A writer blocked by the reader would give up after this, and the test fail. On
-    // PostgreSQL a writer also waits for the writers of every other test's ledger in the
-    // database (one lock per database), which this leaves time for.
-    let timeout = match engine {
-        Engine::Sqlite => Duration::from_millis(500),
-        Engine::Postgres => Duration::from_secs(10),
-    };
-    let f = fixture!(engine, Config::default().busy_timeout(timeout));
+    // A writer blocked by the reader would give up after this, and the test fail.
+    let f = fixture!(
+        engine,
+        Config::default().busy_timeout(Duration::from_secs(2))
+    );
     f.build("root > a");
     const STATE: &str = "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM postures),
                                 (SELECT max(seq) FROM audit)";
@@ -1527,6 +1524,33 @@ mod postgres_only {
             )
             .expect("its label at version 1");
         Some(place)
+    }
+
+    #[test]
+    fn a_writer_of_one_ledger_never_waits_for_a_writer_of_another_in_the_same_database(
+    ) -> TestResult {
+        let config = Config::default().busy_timeout(Duration::from_secs(1));
+        let held = fixture!(Engine::Postgres, config.clone());
+        let Some(other) = Place::new() else {
+            return Ok(());
+        };
+        let held_ledger = &held.ledger;
+        let other_ledger = Ledger::open_with(other.url(), config)?;
+        held_ledger.create_root("root", "op")?;
+        other_ledger.create_root("root", "op")?;
+        let mut holder = held.place().client();
+        holder.batch_execute(&format!("BEGIN; {}", common::postgres_place::WRITE_LOCK))?;
+        // The other ledger's writers go on while the held one's lock is taken...
+        other_ledger.create_child("child", "root", "op")?;
+        // ...and the held one's wait for it, until their busy timeout.
+        let waited = held_ledger.create_child("child", "root", "op");
+        assert!(
+            matches!(&waited, Err(session_ledger::Error::Storage(e)) if e.is_busy()),
+            "{waited:?}"
+        );
+        holder.batch_execute("COMMIT")?;
+        held_ledger.create_child("child", "root", "op")?;
+        Ok(())
     }
 
     #[test]

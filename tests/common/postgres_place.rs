@@ -15,6 +15,12 @@ use postgres::{Client, NoTls, SimpleQueryMessage};
 /// The variable naming the test server's database, as the owner role.
 pub const URL_VARIABLE: &str = "SESSION_LEDGER_TEST_POSTGRES";
 
+/// The ledger's write lock, as the PostgreSQL engine takes it first in every write transaction
+/// (`src/storage/postgres/mod.rs`): run on a connection to the ledger's schema, it holds that
+/// ledger's writers until its transaction ends.
+pub const WRITE_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(1818584167, 'audit'::regclass::oid::int4)";
+
 /// The variable naming the same database as [`URL_VARIABLE`], as the same role, over TCP
 /// (127.0.0.1) rather than the server's Unix socket.
 pub const TCP_URL_VARIABLE: &str = "SESSION_LEDGER_TEST_POSTGRES_TCP";

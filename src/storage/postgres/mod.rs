@@ -2,8 +2,8 @@
 //! deployment, through a pool of connections per process.
 //!
 //! Reads run on a pooled connection; a snapshot is one `REPEATABLE READ READ ONLY` transaction.
-//! Every write is one `READ COMMITTED` transaction whose first statement takes the ledger's
-//! transaction-level advisory lock (`pg_advisory_xact_lock`), so writers queue on one lock
+//! Every write is one `READ COMMITTED` transaction whose first statement takes the ledger's own
+//! transaction-level advisory lock (`pg_advisory_xact_lock`), so its writers queue on one lock
 //! across processes and machines, as they queue on SQLite's write lock: a create and a cascade
 //! never interleave (rule R3), and the audit trail stays one chain in one total order. Each
 //! statement after the lock reads what the writer before committed. A transaction the server
@@ -174,9 +174,11 @@ impl FileReads for Conn<'_> {
     }
 }
 
-/// The key of the ledger's advisory lock: every write transaction takes it first. One key for
-/// every ledger of a database: a database holds one ledger.
-const WRITE_LOCK: &str = "SELECT pg_advisory_xact_lock(7814902317660418407)";
+/// The ledger's advisory lock: every write transaction takes it first. Its key is a pair: a
+/// constant of the library (`ledg` in ASCII) and the oid of this ledger's `audit` table, found
+/// through the connection's `search_path`, so each ledger of a database (one per schema) has a
+/// lock of its own and its writers never wait for another ledger's.
+const WRITE_LOCK: &str = "SELECT pg_advisory_xact_lock(1818584167, 'audit'::regclass::oid::int4)";
 
 /// How long a writer waits for the lock: the config's busy timeout, for this transaction only.
 const LOCK_TIMEOUT: &str = "SELECT set_config('lock_timeout', $1, true)";
