@@ -285,16 +285,8 @@ fn writers_in_several_processes_never_see_an_error_and_leave_the_rules_intact(
     }
     let elapsed = started.elapsed();
     let checked = stress::check(&f, &f.ledger, &logs);
-    println!(
-        "nodes on {engine:?}: {processes} processes x {threads} threads x {ops} ops = {} \
-         operations in {:.1} s; {} audit rows, {} cascade roots, {} posture holders checked; \
-         0 errors",
-        checked.operations,
-        elapsed.as_secs_f64(),
-        checked.audit_rows,
-        checked.cascade_roots,
-        checked.posture_holders
-    );
+    let who = format!("nodes on {engine:?}, {processes} processes x {threads} threads x {ops} ops");
+    println!("{}", checked.report(&who, elapsed));
     Ok(())
 }
 

@@ -36,15 +36,8 @@ fn many_threads_of_mixed_operations_never_see_busy_and_leave_the_rules_intact() 
         .collect();
     let elapsed = started.elapsed();
     let checked = stress::check(&store, &ledger, &logs);
-    println!(
-        "stress: {threads} threads x {ops} ops = {} operations in {:.1} s; {} audit rows, \
-         {} cascade roots, {} posture holders checked; 0 busy errors",
-        checked.operations,
-        elapsed.as_secs_f64(),
-        checked.audit_rows,
-        checked.cascade_roots,
-        checked.posture_holders
-    );
+    let who = format!("stress, {threads} threads x {ops} ops");
+    println!("{}", checked.report(&who, elapsed));
     Ok(())
 }
 

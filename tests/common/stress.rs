@@ -235,6 +235,21 @@ pub struct Checked {
     pub posture_holders: usize,
 }
 
+impl Checked {
+    /// What a stress run prints when it passes: its size, its time and what was checked.
+    pub fn report(&self, who: &str, elapsed: std::time::Duration) -> String {
+        format!(
+            "{who}: {} operations in {:.1} s; {} audit rows, {} cascade roots, {} posture \
+             holders checked; 0 errors",
+            self.operations,
+            elapsed.as_secs_f64(),
+            self.audit_rows,
+            self.cascade_roots,
+            self.posture_holders
+        )
+    }
+}
+
 /// After the writers of `logs` ran on the ledger in `store` (read through `ledger`), the rules
 /// still hold: no label reads lower than a writer read earlier (L1); every change a writer saw
 /// succeed has its audit row, and no other change has one; no session holds a posture
