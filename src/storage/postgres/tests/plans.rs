@@ -71,6 +71,7 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("audit: the head", audit::HEAD),
         ("audit: the newest time", audit::LATEST_TIME),
         ("audit: append", audit::APPEND),
+        ("audit: append many", audit::APPEND_MANY),
         ("audit: where time order starts", audit::ORDERED_FROM),
         ("audit by time: the search's probe", audit::PROBE),
         ("audit by time, by page", audit::LIST),
