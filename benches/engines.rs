@@ -10,7 +10,8 @@
 //! ```
 //!
 //! `ENGINES_ONLY` takes a comma-separated list of `points`, `cascades` and `writers`;
-//! `ENGINES_CASCADES` a list of `SESSIONSxROUNDS`.
+//! `ENGINES_CASCADES` a list of `SESSIONSxROUNDS`; `ENGINES_WRITERS` a list of writer counts
+//! (from 1 to 8).
 //!
 //! It needs `SESSION_LEDGER_BENCH_POSTGRES` (`benches/support/engine.rs`), which
 //! `scripts/with-postgres --durable` sets for a throwaway server that syncs its commits, as
@@ -35,6 +36,15 @@
 //!   prepared `SELECT 1` (the round trip alone on PostgreSQL), a prepared point read of the
 //!   posture row `decide` reads, and a durable one-row `INSERT` committed on its own (into a
 //!   table of one text key, added for it).
+//! * `floor cascade_delete_N`, `floor audit_rows_N`, `floor audit_rows_constraints_N`,
+//!   `floor audit_rows_bare_N`, for the largest cascade: its parts alone, with no library
+//!   around them, each in one durable transaction on a fresh copy: the cascade's `DELETE`
+//!   statement (restated); then N `posture.revoke` rows chained after the head, as the library
+//!   writes them (one prepared `INSERT` each on SQLite, in-process; 1,000 to an
+//!   `INSERT ... SELECT FROM unnest` on PostgreSQL, as the engine batches them), into the
+//!   ledger's `audit` table with its triggers and constraints, into a copy of its columns with
+//!   its constraints (the `CHECK`s and the foreign key to `audit_kinds`) and indexes but no
+//!   trigger, and into one with its indexes alone.
 //! * `statements postgres cascade_1000`: how many statements the cascade ran against each
 //!   table, counted by the server (statement-level triggers added to a copy for that run only).
 //! * `throughput create writers=W`: W operating-system processes (this binary re-executed with
@@ -65,8 +75,9 @@ const SIDE_NAMES: [&str; 2] = ["sqlite", "postgres"];
 /// The ledger of the point operations: 10,000 trusted, materialized sessions.
 const POINT_SESSIONS: usize = 10_000;
 
-/// Writer processes of the throughput measurement, and creators made for each.
+/// Writer processes of the throughput measurement, unless `ENGINES_WRITERS` lists others.
 const WRITERS: [usize; 2] = [1, 8];
+/// The most writer processes the template has roots and creators for.
 const MAX_WRITERS: usize = 8;
 
 /// Sizes and repetitions of one run, and which parts run.
@@ -81,6 +92,8 @@ struct Plan {
     writer_seconds: f64,
     /// Creators per writer, each good for 50 children under the default bounds.
     creators_per_writer: usize,
+    /// How many writer processes each throughput measurement runs.
+    writer_counts: Vec<usize>,
 }
 
 impl Plan {
@@ -99,6 +112,15 @@ impl Plan {
             if !parts.contains(&"cascades") {
                 plan.cascades.clear();
             }
+        }
+        if let Ok(list) = std::env::var("ENGINES_WRITERS") {
+            plan.writer_counts = list
+                .split(',')
+                .map(|w| match w.trim().parse::<usize>() {
+                    Ok(w) if (1..=MAX_WRITERS).contains(&w) => w,
+                    _ => panic!("ENGINES_WRITERS={list}: expected counts from 1 to {MAX_WRITERS}"),
+                })
+                .collect();
         }
         if let Ok(list) = std::env::var("ENGINES_CASCADES") {
             plan.cascades = list
@@ -132,6 +154,7 @@ impl Plan {
                 writer_rounds: 1,
                 writer_seconds: 2.0,
                 creators_per_writer: 200,
+                writer_counts: WRITERS.to_vec(),
             }
         } else {
             Plan {
@@ -149,6 +172,7 @@ impl Plan {
                 writer_rounds: 3,
                 writer_seconds: 5.0,
                 creators_per_writer: 400,
+                writer_counts: WRITERS.to_vec(),
             }
         }
     }
@@ -192,6 +216,9 @@ fn main() {
             count_cascade_statements(&template, n);
         }
         report.op(cascade(&template, n, rounds));
+        if n == plan.cascades.iter().map(|c| c.0).max().unwrap_or(0) {
+            cascade_floors(&template, n, rounds, &mut report);
+        }
         std::fs::remove_file(&template).expect("remove the template");
     }
     if plan.writers {
@@ -349,6 +376,250 @@ fn cascade_name(n: usize) -> &'static str {
     Box::leak(format!("cascade_{n}").into_boxed_str())
 }
 
+/// The cascade's statement, restated with no library around it: the subtree of `$1`, walked as
+/// the engines walk it, and every posture in it removed, returning what each was.
+const CASCADE_DELETE: &str = "WITH RECURSIVE subtree (id) AS (
+         SELECT id FROM sessions WHERE id = $1
+         UNION ALL
+         SELECT s.id FROM subtree JOIN sessions AS s ON s.created_by = subtree.id
+     )
+     DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)
+     RETURNING session_id, posture, source, granted_on,
+               (SELECT depth FROM sessions WHERE sessions.id = postures.session_id) AS depth,
+               epoch = (SELECT max(epoch) FROM epochs) AS current";
+
+/// The audit tables the floors append to: the ledger's, and two copies of its columns and
+/// indexes made for them, one with its constraints and one without.
+const FLOOR_TABLES: [&str; 3] = ["audit", "bench_audit_constraints", "bench_audit_bare"];
+
+/// The floors under a cascade of `n` sessions (see the module comment), `rounds` times on each
+/// engine, each round on fresh copies of `template`, the engine that goes first alternating.
+fn cascade_floors(template: &Path, n: usize, rounds: usize, report: &mut Report) {
+    // [part][side]: the DELETE, then the rows into each of FLOOR_TABLES.
+    let mut times: [[Vec<Duration>; 2]; 4] = Default::default();
+    for round in 0..rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let place = Place::copy_of(SIDES[side], template);
+            let mut raw = RawConn::open(&place);
+            make_floor_tables(&mut raw);
+            let (took, deleted) =
+                timed(|| durably(&mut raw, |r| r.rows(CASCADE_DELETE, &["root"])));
+            assert_eq!(deleted, n, "every session of the template held trust");
+            times[0][side].push(took);
+            for (part, table) in FLOOR_TABLES.iter().enumerate() {
+                let rows = revoke_rows(&mut raw, table, n);
+                let (took, ()) = timed(|| durably(&mut raw, |r| append_rows(r, table, &rows)));
+                times[part + 1][side].push(took);
+            }
+        }
+    }
+    let names = [
+        "cascade_delete",
+        "audit_rows",
+        "audit_rows_constraints",
+        "audit_rows_bare",
+    ];
+    for (name, times) in names.iter().zip(times) {
+        let name: &'static str = Box::leak(format!("{name}_{n}").into_boxed_str());
+        report.floor(Measured::new(name, times).in_ms());
+    }
+}
+
+/// Runs `work` in one transaction that holds the write lock from its start and commits
+/// durably (the raw connections sync as the ledger's do).
+fn durably<T>(raw: &mut RawConn, work: impl FnOnce(&mut RawConn) -> T) -> T {
+    let begin = match raw {
+        RawConn::Sqlite(_) => "BEGIN IMMEDIATE",
+        RawConn::Postgres { .. } => "BEGIN",
+    };
+    raw.batch(begin);
+    let out = work(raw);
+    raw.batch("COMMIT");
+    out
+}
+
+/// The two copies of the audit table the floors append to besides the ledger's own: its
+/// columns and its index by session, with its constraints (the `CHECK`s and the foreign key to
+/// `audit_kinds`) or without, and never a trigger.
+fn make_floor_tables(raw: &mut RawConn) {
+    match raw {
+        RawConn::Sqlite(conn) => {
+            let audit: String = conn
+                .query_row(
+                    "SELECT sql FROM sqlite_schema WHERE name = 'audit'",
+                    [],
+                    |r| r.get(0),
+                )
+                .expect("the audit table's definition");
+            let constrained = audit.replacen(
+                "CREATE TABLE audit",
+                "CREATE TABLE bench_audit_constraints",
+                1,
+            );
+            conn.execute_batch(&format!(
+                "{constrained};
+                 CREATE INDEX bench_audit_constraints_by_session
+                     ON bench_audit_constraints (session_id, seq);
+                 CREATE TABLE bench_audit_bare (
+                     seq INTEGER PRIMARY KEY, at TEXT NOT NULL, actor TEXT NOT NULL,
+                     kind TEXT NOT NULL, session_id TEXT, detail TEXT NOT NULL,
+                     prev_hash TEXT NOT NULL, hash TEXT NOT NULL) STRICT;
+                 CREATE INDEX bench_audit_bare_by_session ON bench_audit_bare (session_id, seq);"
+            ))
+            .expect("the floors' tables");
+        }
+        RawConn::Postgres { client, .. } => client
+            .batch_execute(
+                "CREATE TABLE bench_audit_constraints (LIKE audit INCLUDING ALL);
+                 ALTER TABLE bench_audit_constraints
+                     ADD FOREIGN KEY (kind) REFERENCES audit_kinds (kind);
+                 CREATE TABLE bench_audit_bare (LIKE audit INCLUDING INDEXES);",
+            )
+            .expect("the floors' tables"),
+    }
+}
+
+/// An audit row as the floors write it, every value as its text.
+struct RevokeRow {
+    seq: i64,
+    at: String,
+    session: String,
+    detail: String,
+    prev_hash: String,
+    hash: String,
+}
+
+/// `n` `posture.revoke` rows, one per session of the ledger, chained after the newest row of
+/// `table` (64 zeros for an empty one) exactly as the library chains them, with the detail a
+/// cascade of `root` writes. Not timed.
+fn revoke_rows(raw: &mut RawConn, table: &str, n: usize) -> Vec<RevokeRow> {
+    let sessions: Vec<String> = match raw {
+        RawConn::Sqlite(conn) => {
+            let mut st = conn
+                .prepare("SELECT id FROM sessions ORDER BY seq")
+                .expect("ids");
+            let ids = st.query_map([], |r| r.get(0)).expect("ids");
+            ids.collect::<Result<_, _>>().expect("ids")
+        }
+        RawConn::Postgres { client, .. } => client
+            .query("SELECT id FROM sessions ORDER BY seq", &[])
+            .expect("ids")
+            .iter()
+            .map(|r| r.get(0))
+            .collect(),
+    };
+    assert_eq!(sessions.len(), n);
+    let head_sql = format!("SELECT seq, hash FROM {table} ORDER BY seq DESC LIMIT 1");
+    let (mut seq, mut prev) = match raw {
+        RawConn::Sqlite(conn) => conn
+            .query_row(&head_sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap_or((0, "0".repeat(64))),
+        RawConn::Postgres { client, .. } => client
+            .query_opt(&head_sql, &[])
+            .expect("the head")
+            .map_or((0, "0".repeat(64)), |r| (r.get(0), r.get(1))),
+    };
+    let at = session_ledger::format_ts(chrono_now());
+    let revocation = seq + 1;
+    sessions
+        .into_iter()
+        .map(|session| {
+            seq += 1;
+            let detail = format!(
+                "{{\"current\":true,\"granted_on\":\"root\",\"posture\":\"trust\",\
+                 \"propagation\":\"cascade\",\"revocation\":{revocation},\"root\":\"root\",\
+                 \"source\":\"inherited\"}}"
+            );
+            let hash = session_ledger::chain_hash(
+                &prev,
+                seq,
+                &at,
+                ACTOR,
+                "posture.revoke",
+                Some(&session),
+                &detail,
+            );
+            RevokeRow {
+                seq,
+                at: at.clone(),
+                session,
+                detail,
+                prev_hash: std::mem::replace(&mut prev, hash.clone()),
+                hash,
+            }
+        })
+        .collect()
+}
+
+/// The time now, to the millisecond, as the ledger stores it.
+fn chrono_now() -> chrono::DateTime<chrono::Utc> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970");
+    chrono::DateTime::from_timestamp_millis(now.as_millis() as i64).expect("a time")
+}
+
+/// Appends `rows` to `table`: one prepared `INSERT` each on SQLite; on PostgreSQL 1,000 at a
+/// time in one `INSERT ... SELECT FROM unnest(...) WITH ORDINALITY`, as the engine does.
+fn append_rows(raw: &mut RawConn, table: &str, rows: &[RevokeRow]) {
+    match raw {
+        RawConn::Sqlite(conn) => {
+            let mut insert = conn
+                .prepare(&format!(
+                    "INSERT INTO {table} (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                     VALUES (?1, ?2, ?3, 'posture.revoke', ?4, ?5, ?6, ?7)"
+                ))
+                .expect("prepare");
+            for r in rows {
+                insert
+                    .execute(rusqlite::params![
+                        r.seq,
+                        r.at,
+                        ACTOR,
+                        r.session,
+                        r.detail,
+                        r.prev_hash,
+                        r.hash
+                    ])
+                    .expect("append");
+            }
+        }
+        RawConn::Postgres { client, .. } => {
+            let insert = client
+                .prepare(&format!(
+                    "INSERT INTO {table} (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                     SELECT seq, at::timestamptz, $3, 'posture.revoke', session_id, detail,
+                            prev_hash, hash
+                       FROM unnest($1::bigint[], $2::text[], $4::text[], $5::text[], $6::text[],
+                                   $7::text[])
+                            WITH ORDINALITY AS u (seq, at, session_id, detail, prev_hash, hash, n)
+                      ORDER BY n"
+                ))
+                .expect("prepare");
+            for batch in rows.chunks(1_000) {
+                let seqs: Vec<i64> = batch.iter().map(|r| r.seq).collect();
+                let text = |f: fn(&RevokeRow) -> &str| batch.iter().map(f).collect::<Vec<_>>();
+                let written = client
+                    .execute(
+                        &insert,
+                        &[
+                            &seqs,
+                            &text(|r| &r.at),
+                            &ACTOR,
+                            &text(|r| &r.session),
+                            &text(|r| &r.detail),
+                            &text(|r| &r.prev_hash),
+                            &text(|r| &r.hash),
+                        ],
+                    )
+                    .expect("append");
+                assert_eq!(written, batch.len() as u64);
+            }
+        }
+    }
+}
+
 /// Runs one cascade of `n` sessions on a PostgreSQL copy of `template` whose tables count, by
 /// statement-level triggers added for this run only, every statement that writes them, and
 /// prints the counts: the server's own tally of what the cascade sent.
@@ -434,13 +705,17 @@ fn writers_template(path: &Path, creators_per_writer: usize) {
     support::checkpoint(path);
 }
 
-/// `writer_rounds` rounds, each with 1 and 8 writers on each engine (a fresh copy of the
-/// template each time), the order of the four reversed every other round.
+/// `writer_rounds` rounds, each with each count of writers on each engine (a fresh copy of the
+/// template each time), the order of the runs reversed every other round.
 fn throughput(plan: &Plan, dir: &Path, report: &mut Report) {
     let template = dir.join("writers.db");
     writers_template(&template, plan.creators_per_writer);
-    let mut runs: Vec<(usize, usize)> = WRITERS.iter().flat_map(|&w| [(w, 0), (w, 1)]).collect();
-    let mut per_s = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+    let mut runs: Vec<(usize, usize)> = plan
+        .writer_counts
+        .iter()
+        .flat_map(|&w| [(w, 0), (w, 1)])
+        .collect();
+    let mut per_s = vec![[Vec::new(), Vec::new()]; plan.writer_counts.len()];
     for round in 0..plan.writer_rounds {
         for &(w, side) in &runs {
             let place = Place::copy_of(SIDES[side], &template);
@@ -450,7 +725,8 @@ fn throughput(plan: &Plan, dir: &Path, report: &mut Report) {
                 "round {round} {} writers={w} creates={created} per_s={rate:.0}",
                 SIDE_NAMES[side]
             );
-            let at = WRITERS
+            let at = plan
+                .writer_counts
                 .iter()
                 .position(|&x| x == w)
                 .expect("a writer count");
@@ -458,7 +734,7 @@ fn throughput(plan: &Plan, dir: &Path, report: &mut Report) {
         }
         runs.reverse();
     }
-    for (at, &w) in WRITERS.iter().enumerate() {
+    for (at, &w) in plan.writer_counts.iter().enumerate() {
         report.throughput(w, plan.writer_seconds, [&per_s[at][0], &per_s[at][1]]);
     }
 }
