@@ -51,6 +51,9 @@
 //!   `--writer`), each creating children under creators of its own as fast as it can for a
 //!   fixed time, all on one ledger (on SQLite, one file: writers queue on its write lock), in
 //!   creates per second, the median of the rounds; W = 1 and 8 in the same run.
+//! * `throughput raw_insert writers=W`: the floor under it: W processes each committing
+//!   durable one-row `INSERT`s on a plain connection, each transaction taking the engine's
+//!   write lock first, as the ledger's do.
 //!
 //! `ratio` is PostgreSQL's median over SQLite's (above 1, PostgreSQL is slower). The `target`
 //! lines compare with issue 16's targets; nothing here asserts a time. The load average is
@@ -705,43 +708,77 @@ fn writers_template(path: &Path, creators_per_writer: usize) {
     support::checkpoint(path);
 }
 
-/// `writer_rounds` rounds, each with each count of writers on each engine (a fresh copy of the
-/// template each time), the order of the runs reversed every other round.
-fn throughput(plan: &Plan, dir: &Path, report: &mut Report) {
-    let template = dir.join("writers.db");
-    writers_template(&template, plan.creators_per_writer);
-    let mut runs: Vec<(usize, usize)> = plan
-        .writer_counts
-        .iter()
-        .flat_map(|&w| [(w, 0), (w, 1)])
-        .collect();
-    let mut per_s = vec![[Vec::new(), Vec::new()]; plan.writer_counts.len()];
-    for round in 0..plan.writer_rounds {
-        for &(w, side) in &runs {
-            let place = Place::copy_of(SIDES[side], &template);
-            let created = run_writers(&place, w, plan.writer_seconds);
-            let rate = created as f64 / plan.writer_seconds;
-            println!(
-                "round {round} {} writers={w} creates={created} per_s={rate:.0}",
-                SIDE_NAMES[side]
-            );
-            let at = plan
-                .writer_counts
-                .iter()
-                .position(|&x| x == w)
-                .expect("a writer count");
-            per_s[at][side].push(rate);
+/// What the writer processes of one run do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Writes {
+    /// `Ledger::create_child` with the default `Config`.
+    Creates,
+    /// The floor: a durable one-row `INSERT` in a transaction that first takes the engine's
+    /// write lock (`BEGIN IMMEDIATE` on SQLite, the ledger's advisory lock on PostgreSQL), on
+    /// a plain connection to a table of its own.
+    RawInserts,
+}
+
+impl Writes {
+    fn name(self) -> &'static str {
+        match self {
+            Writes::Creates => "create",
+            Writes::RawInserts => "raw_insert",
         }
-        runs.reverse();
-    }
-    for (at, &w) in plan.writer_counts.iter().enumerate() {
-        report.throughput(w, plan.writer_seconds, [&per_s[at][0], &per_s[at][1]]);
     }
 }
 
-/// Starts `writers` processes on `place`'s ledger, all timed from one start, and returns the
-/// creates they finished within `seconds`.
-fn run_writers(place: &Place, writers: usize, seconds: f64) -> u64 {
+/// `writer_rounds` rounds, each with each count of writers on each engine, creating (on a
+/// fresh copy of the template each time) and inserting raw (on a fresh place), the order of
+/// the runs reversed every other round.
+fn throughput(plan: &Plan, dir: &Path, report: &mut Report) {
+    let template = dir.join("writers.db");
+    writers_template(&template, plan.creators_per_writer);
+    let mut runs: Vec<(Writes, usize, usize)> = Vec::new();
+    for &w in &plan.writer_counts {
+        for writes in [Writes::Creates, Writes::RawInserts] {
+            runs.extend([(writes, w, 0), (writes, w, 1)]);
+        }
+    }
+    // Per (what, how many writers): each engine's rates, one per round.
+    type Rates = [Vec<f64>; 2];
+    let mut per_s: Vec<((Writes, usize), Rates)> = Vec::new();
+    for round in 0..plan.writer_rounds {
+        for &(writes, w, side) in &runs {
+            let place = match writes {
+                Writes::Creates => Place::copy_of(SIDES[side], &template),
+                Writes::RawInserts => {
+                    let place = Place::new(SIDES[side]);
+                    RawConn::open(&place).batch("CREATE TABLE bench_floor (id text PRIMARY KEY)");
+                    place
+                }
+            };
+            let done = run_writers(&place, writes, w, plan.writer_seconds);
+            let rate = done as f64 / plan.writer_seconds;
+            println!(
+                "round {round} {} {} writers={w} done={done} per_s={rate:.0}",
+                SIDE_NAMES[side],
+                writes.name()
+            );
+            match per_s.iter_mut().find(|(key, _)| *key == (writes, w)) {
+                Some((_, rates)) => rates[side].push(rate),
+                None => {
+                    let mut rates = [Vec::new(), Vec::new()];
+                    rates[side].push(rate);
+                    per_s.push(((writes, w), rates));
+                }
+            }
+        }
+        runs.reverse();
+    }
+    for ((writes, w), rates) in &per_s {
+        report.throughput(*writes, *w, plan.writer_seconds, rates);
+    }
+}
+
+/// Starts `writers` processes doing `writes` on `place`'s ledger, all timed from one start, and
+/// returns how many they finished within `seconds`.
+fn run_writers(place: &Place, writes: Writes, writers: usize, seconds: f64) -> u64 {
     let exe = std::env::current_exe().expect("this bench's binary");
     // Far enough ahead for every process to start and open the ledger first.
     let start = SystemTime::now() + Duration::from_millis(1_500);
@@ -755,6 +792,7 @@ fn run_writers(place: &Place, writers: usize, seconds: f64) -> u64 {
                 .env("SESSION_LEDGER_DB", place.location())
                 .args([
                     "--writer".to_owned(),
+                    writes.name().to_owned(),
                     w.to_string(),
                     start_ms.to_string(),
                     seconds.to_string(),
@@ -783,23 +821,67 @@ fn run_writers(place: &Place, writers: usize, seconds: f64) -> u64 {
         if field("late_ms") > 0 {
             println!("warning: a writer opened its ledger after the start: {stdout}");
         }
-        total += field("created");
+        total += field("done");
     }
     total
 }
 
-/// A writer process: `--writer W START_MS SECONDS`, the ledger in `SESSION_LEDGER_DB`. Opens
-/// the ledger with the default `Config`, waits for the start, then creates `wW.cK.nJ` under
-/// `wW.cK`, 50 per creator, until `SECONDS` have passed; prints how many finished in time.
+/// The key of the ledger's advisory lock on PostgreSQL, which every write transaction of the
+/// engine takes first (`src/storage/postgres/mod.rs`), restated for the raw writers.
+const POSTGRES_WRITE_LOCK: &str = "SELECT pg_advisory_xact_lock(7814902317660418407)";
+
+/// A writer process: `--writer create|raw_insert W START_MS SECONDS`, the ledger in
+/// `SESSION_LEDGER_DB`. Opens it, waits for the start, then writes as fast as it can until
+/// `SECONDS` have passed, and prints how many writes finished in time. `create` opens the
+/// ledger with the default `Config` and creates `wW.cK.nJ` under `wW.cK`, 50 per creator;
+/// `raw_insert` inserts `wW.J` into `bench_floor` as [`Writes::RawInserts`] says.
 fn writer(args: &[String]) {
-    const USAGE: &str = "usage: SESSION_LEDGER_DB=LEDGER engines --writer W START_MS SECONDS";
-    let [w, start_ms, seconds] = args else {
+    const USAGE: &str =
+        "usage: SESSION_LEDGER_DB=LEDGER engines --writer create|raw_insert W START_MS SECONDS";
+    let [writes, w, start_ms, seconds] = args else {
         panic!("{USAGE}")
     };
     let start = UNIX_EPOCH + Duration::from_millis(start_ms.parse().expect(USAGE));
     let seconds: f64 = seconds.parse().expect(USAGE);
-    let ledger = Ledger::open(std::env::var("SESSION_LEDGER_DB").expect(USAGE)).expect("open");
-    ledger.current_epoch().expect("open a pooled connection");
+    let location = std::env::var("SESSION_LEDGER_DB").expect(USAGE);
+    let mut write: Box<dyn FnMut(usize) -> bool> = match writes.as_str() {
+        "create" => {
+            let ledger = Ledger::open(&location).expect("open");
+            ledger.current_epoch().expect("open a pooled connection");
+            let per_creator = session_ledger::Config::default().max_live_children;
+            let per_creator = per_creator as usize;
+            Box::new(move |made| {
+                let (creator, child) = (made / per_creator, made % per_creator);
+                let creator = format!("w{w}.c{creator}");
+                match ledger.create_child(&format!("{creator}.n{child}"), &creator, ACTOR) {
+                    Ok(created) => {
+                        assert!(created.inherited_trust);
+                        true
+                    }
+                    // Past the last creator the template made.
+                    Err(session_ledger::Error::Conflict(_)) if child == 0 => false,
+                    Err(e) => panic!("create under {creator}: {e}"),
+                }
+            })
+        }
+        "raw_insert" => {
+            let mut raw = RawConn::connect(&location);
+            Box::new(move |made| {
+                let id = format!("w{w}.{made}");
+                match &mut raw {
+                    RawConn::Sqlite(_) => durably(&mut raw, |r| {
+                        r.rows("INSERT INTO bench_floor (id) VALUES ($1)", &[&id])
+                    }),
+                    RawConn::Postgres { .. } => durably(&mut raw, |r| {
+                        r.rows(POSTGRES_WRITE_LOCK, &[]);
+                        r.rows("INSERT INTO bench_floor (id) VALUES ($1)", &[&id])
+                    }),
+                };
+                true
+            })
+        }
+        _ => panic!("{USAGE}"),
+    };
     let late_ms = match start.duration_since(SystemTime::now()) {
         Ok(wait) => {
             std::thread::sleep(wait);
@@ -808,29 +890,21 @@ fn writer(args: &[String]) {
         Err(late) => late.duration().as_millis(),
     };
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
-    let per_creator = session_ledger::Config::default().max_live_children as usize;
-    let (mut created, mut made, mut exhausted) = (0_u64, 0_usize, true);
-    loop {
-        let (creator, child) = (made / per_creator, made % per_creator);
-        let creator = format!("w{w}.c{creator}");
-        let id = format!("{creator}.n{child}");
-        if Instant::now() >= deadline {
-            exhausted = false;
+    let (mut done, mut made, mut exhausted) = (0_u64, 0_usize, true);
+    while Instant::now() < deadline {
+        if !write(made) {
             break;
         }
-        match ledger.create_child(&id, &creator, ACTOR) {
-            Ok(c) => assert!(c.inherited_trust),
-            // Past the last creator the template made.
-            Err(session_ledger::Error::Conflict(_)) if child == 0 => break,
-            Err(e) => panic!("create {id}: {e}"),
-        }
         if Instant::now() <= deadline {
-            created += 1;
+            done += 1;
         }
         made += 1;
     }
+    if Instant::now() >= deadline {
+        exhausted = false;
+    }
     println!(
-        "writer={w} created={created} late_ms={late_ms} exhausted={}",
+        "writer={w} done={done} late_ms={late_ms} exhausted={}",
         u8::from(exhausted)
     );
 }
@@ -844,8 +918,8 @@ struct Report {
     /// (name, unit, sqlite p50, postgres p50, ratio).
     ops: Vec<(&'static str, &'static str, f64, f64)>,
     floors: Vec<(&'static str, &'static str, f64, f64)>,
-    /// (writers, sqlite per s, postgres per s).
-    throughput: Vec<(usize, f64, f64)>,
+    /// (what, writers, sqlite per s, postgres per s).
+    throughput: Vec<(Writes, usize, f64, f64)>,
 }
 
 impl Report {
@@ -865,17 +939,19 @@ impl Report {
             .push((m.name, m.unit(), m.p(0, 50.0), m.p(1, 50.0)));
     }
 
-    fn throughput(&mut self, writers: usize, seconds: f64, per_s: [&Vec<f64>; 2]) {
-        let median = per_s.map(|v| percentile(v, 50.0));
+    fn throughput(&mut self, writes: Writes, writers: usize, seconds: f64, per_s: &[Vec<f64>; 2]) {
+        let median = per_s.each_ref().map(|v| percentile(v, 50.0));
         println!(
-            "throughput create writers={writers} rounds={} seconds={seconds} \
+            "throughput {} writers={writers} rounds={} seconds={seconds} \
              sqlite_per_s={:.0} postgres_per_s={:.0} ratio={:.2}",
+            writes.name(),
             per_s[0].len(),
             median[0],
             median[1],
             median[1] / median[0]
         );
-        self.throughput.push((writers, median[0], median[1]));
+        self.throughput
+            .push((writes, writers, median[0], median[1]));
     }
 
     fn summary(&self) {
@@ -904,9 +980,13 @@ impl Report {
                 postgres / sqlite
             );
         }
-        for (writers, sqlite, postgres) in &self.throughput {
+        for (writes, writers, sqlite, postgres) in &self.throughput {
+            let what = match writes {
+                Writes::Creates => "create",
+                Writes::RawInserts => "floor: raw durable insert under the write lock",
+            };
             println!(
-                "| create, {writers} writer process{} | {sqlite:.0} /s | {postgres:.0} /s | {:.2} |",
+                "| {what}, {writers} writer process{} | {sqlite:.0} /s | {postgres:.0} /s | {:.2} |",
                 if *writers == 1 { "" } else { "es" },
                 postgres / sqlite
             );

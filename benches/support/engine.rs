@@ -377,6 +377,19 @@ impl RawConn {
         }
     }
 
+    /// A plain connection to the ledger at `location`, a path or a URL as `Ledger::open` takes
+    /// it: for a process that has no [`Place`], only where the ledger is.
+    pub fn connect(location: &str) -> RawConn {
+        if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+            RawConn::Postgres {
+                client: Box::new(connect(location)),
+                prepared: Default::default(),
+            }
+        } else {
+            RawConn::Sqlite(super::raw_connection(Path::new(location)))
+        }
+    }
+
     /// Runs `sql`, statements without parameters, unprepared.
     pub fn batch(&mut self, sql: &str) {
         match self {
