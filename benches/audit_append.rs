@@ -13,10 +13,11 @@
 //!
 //! Inputs: a root `root` and 10,000 sessions below it (fan-out 10), built before measuring
 //! through the fast building handle (see `benches/support/mod.rs`). The `iter_batched` setup
-//! (not timed) creates a fresh live child of one of those sessions, round-robin, and fsyncs the
-//! WAL. The timed call goes through a handle opened with the default `Config`.
+//! (not timed) creates a fresh live child of one of those sessions, round-robin, and on SQLite
+//! fsyncs the WAL. The timed call goes through a handle opened with the default `Config`.
 //!
-//! `cargo bench --bench audit_append`
+//! `cargo bench --bench audit_append`: `audit_append/sqlite/...`, and
+//! `audit_append/postgres/...` when `SESSION_LEDGER_BENCH_POSTGRES` names a server.
 
 mod support;
 
@@ -24,15 +25,14 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use session_ledger::Ledger;
+use support::Engine;
 
 const BASE_SESSIONS: usize = 10_000;
 const PATTERN: &str = "npm test *";
 
-fn audit_append(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("ledger.db");
-    let mut sessions = support::FreshSessions::new(&path, BASE_SESSIONS, "a");
-    let ledger = Ledger::open(&path).expect("open the measured handle");
+fn audit_append_on(c: &mut Criterion, engine: Engine) {
+    let mut sessions = support::FreshSessions::new(engine, BASE_SESSIONS, "a");
+    let ledger = sessions.place().open();
     let mut fresh = || sessions.next();
 
     // Each measured call appends exactly one audit row.
@@ -48,14 +48,14 @@ fn audit_append(c: &mut Criterion) {
     }
 
     let mut group = c.benchmark_group("audit_append");
-    group.bench_function("session_end", |b| {
+    group.bench_function(format!("{}/session_end", engine.name()), |b| {
         b.iter_batched(
             &mut fresh,
             |id| black_box(ledger.end(&id, support::ACTOR).unwrap()),
             BatchSize::SmallInput,
         )
     });
-    group.bench_function("pattern_add", |b| {
+    group.bench_function(format!("{}/pattern_add", engine.name()), |b| {
         b.iter_batched(
             &mut fresh,
             |id| black_box(ledger.add_pattern(&id, PATTERN, support::ACTOR).unwrap()),
@@ -65,7 +65,12 @@ fn audit_append(c: &mut Criterion) {
     group.finish();
     drop(ledger);
     drop(sessions);
-    drop(dir);
+}
+
+fn audit_append(c: &mut Criterion) {
+    for engine in support::engines() {
+        audit_append_on(c, engine);
+    }
 }
 
 criterion_group!(benches, audit_append);

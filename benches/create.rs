@@ -1,79 +1,48 @@
-//! `Ledger::create_child` under a trusted creator: in one `synchronous=FULL` transaction, the
-//! creation bounds (depth, live children, creation rate), the session row, the copy of the
-//! creator's `trust` posture and the `session.create` audit row.
+//! `Ledger::create_child` under a trusted creator: in one durable transaction, the creation
+//! bounds (depth, live children, creation rate), the session row, the copy of the creator's
+//! `trust` posture and the `session.create` audit row.
 //!
 //! Input, built before measuring through the fast building handle (see
 //! `benches/support/mod.rs`): a root `conductor` granted `trust`, and 10,000 sessions below it
 //! (fan-out 10) so the tables are not trivially small. Creators are children of `conductor`,
 //! so each holds an inherited `trust`; the `iter_batched` setup hands out a fresh child id and
-//! a creator, and opens a new creator (building handle, WAL fsynced, not timed) after every
-//! 50 children. So the measured handle keeps the default `Config` bounds and never hits them:
-//! 50 is the default `max_live_children` (the check refuses only at 50 live children) and
-//! the default rate bound is 200 per creator per minute.
+//! a creator, and opens a new creator (building handle, not timed) after every 50 children
+//! ([`support::TrustedCreators`]). So the measured handle keeps the default `Config` bounds and
+//! never hits them: 50 is the default `max_live_children` (the check refuses only at 50 live
+//! children) and the default rate bound is 200 per creator per minute.
 //!
-//! A second case, `create/creator_with_10000_ended_children`, measures a create by a creator
-//! that has made and ended 10,000 children before: the cost of counting rule S2's live
+//! A second case, `create/ENGINE/creator_with_10000_ended_children`, measures a create by a
+//! creator that has made and ended 10,000 children before: the cost of counting rule S2's live
 //! children must not grow with the ones that ended.
 //!
-//! `cargo bench --bench create`
+//! `cargo bench --bench create`: `create/sqlite/...`, and `create/postgres/...` when
+//! `SESSION_LEDGER_BENCH_POSTGRES` names a server.
 
 mod support;
 
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use session_ledger::{Config, Ledger, PostureLevel};
+use session_ledger::{Config, PostureLevel};
+use support::{Engine, Place, TrustedCreators};
 
 const BASE_SESSIONS: usize = 10_000;
 
-/// Hands out (creator, new child id) pairs, opening a new trusted creator when one has
-/// `Config::default().max_live_children` children.
-struct Creates<'a> {
-    builder: &'a Ledger,
-    path: &'a Path,
-    per_creator: usize,
-    made: usize,
-    creator: String,
-}
+fn create_on(c: &mut Criterion, engine: Engine) {
+    let (place, ()) = Place::built(engine, |path| {
+        let builder = support::builder(path);
+        builder.create_root("conductor", support::ACTOR).unwrap();
+        builder
+            .grant("conductor", PostureLevel::Trust, support::ACTOR)
+            .unwrap();
+        support::grow_tree(&builder, "conductor", BASE_SESSIONS, 10);
+    });
+    let builder = place.builder();
+    let ledger = place.open();
+    let mut creates = TrustedCreators::new(&builder, &place, "conductor");
 
-impl Creates<'_> {
-    fn next(&mut self) -> (String, String) {
-        if self.made % self.per_creator == 0 {
-            self.creator = format!("creator{}", self.made / self.per_creator);
-            let created = self
-                .builder
-                .create_child(&self.creator, "conductor", support::ACTOR)
-                .unwrap();
-            assert!(created.inherited_trust);
-            support::flush_wal(self.path);
-        }
-        let child = format!("{}.w{}", self.creator, self.made % self.per_creator);
-        self.made += 1;
-        (self.creator.clone(), child)
-    }
-}
-
-fn create(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("ledger.db");
-    let builder = support::builder(&path);
-    builder.create_root("conductor", support::ACTOR).unwrap();
-    builder
-        .grant("conductor", PostureLevel::Trust, support::ACTOR)
-        .unwrap();
-    support::grow_tree(&builder, "conductor", BASE_SESSIONS, 10);
-    support::checkpoint(&path);
-    let ledger = Ledger::open(&path).expect("open the measured handle");
-    let mut creates = Creates {
-        builder: &builder,
-        path: &path,
-        per_creator: Config::default().max_live_children as usize,
-        made: 0,
-        creator: String::new(),
-    };
-
-    c.bench_function("create/trusted_creator", |b| {
+    let mut group = c.benchmark_group("create");
+    group.bench_function(format!("{}/trusted_creator", engine.name()), |b| {
         b.iter_batched(
             || creates.next(),
             |(creator, child)| {
@@ -86,49 +55,49 @@ fn create(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    group.finish();
     drop(ledger);
     drop(builder);
-    drop(dir);
+    drop(place);
 }
 
 /// A create by a long-lived creator: `veteran` has made and ended `ENDED` children, and the
 /// measured create is its only live child (the setup ends the previous one through the
 /// building handle). Rule S2 counts the creator's live children on every create; this shows
 /// whether that count grows with the children that already ended.
-fn create_by_a_creator_with_ended_children(c: &mut Criterion) {
+fn create_by_a_creator_with_ended_children(c: &mut Criterion, engine: Engine) {
     const ENDED: usize = 10_000;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("ledger.db");
-    let builder = support::builder(&path);
-    builder.create_root("veteran", support::ACTOR).unwrap();
-    builder
-        .grant("veteran", PostureLevel::Trust, support::ACTOR)
-        .unwrap();
-    for i in 0..ENDED {
-        let child = format!("old{i:05}");
+    let (place, ()) = Place::built(engine, |path| {
+        let builder = support::builder(path);
+        builder.create_root("veteran", support::ACTOR).unwrap();
         builder
-            .create_child(&child, "veteran", support::ACTOR)
+            .grant("veteran", PostureLevel::Trust, support::ACTOR)
             .unwrap();
-        builder.end(&child, support::ACTOR).unwrap();
-    }
-    support::checkpoint(&path);
+        for i in 0..ENDED {
+            let child = format!("old{i:05}");
+            builder
+                .create_child(&child, "veteran", support::ACTOR)
+                .unwrap();
+            builder.end(&child, support::ACTOR).unwrap();
+        }
+    });
+    let builder = place.builder();
     // Default bounds, but the rate window is one millisecond: the veteran made its 10,000
     // children within the last minute, and a window holding them would measure the rate count
     // (bounded by the rate limit in real use) instead of the live count.
-    let ledger = Ledger::open_with(
-        &path,
-        Config::default().creation_rate(u32::MAX, std::time::Duration::from_millis(1)),
-    )
-    .expect("open the measured handle");
+    let ledger = place
+        .open_with(Config::default().creation_rate(u32::MAX, std::time::Duration::from_millis(1)));
     let mut made = 0_usize;
-    c.bench_function("create/creator_with_10000_ended_children", |b| {
+    let mut group = c.benchmark_group("create");
+    let name = format!("{}/creator_with_10000_ended_children", engine.name());
+    group.bench_function(name, |b| {
         b.iter_batched(
             || {
                 if made > 0 {
                     builder
                         .end(&format!("new{:06}", made - 1), support::ACTOR)
                         .unwrap();
-                    support::flush_wal(&path);
+                    place.flush();
                 }
                 made += 1;
                 format!("new{:06}", made - 1)
@@ -144,10 +113,18 @@ fn create_by_a_creator_with_ended_children(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    group.finish();
     drop(ledger);
     drop(builder);
-    drop(dir);
+    drop(place);
 }
 
-criterion_group!(benches, create, create_by_a_creator_with_ended_children);
+fn create(c: &mut Criterion) {
+    for engine in support::engines() {
+        create_on(c, engine);
+        create_by_a_creator_with_ended_children(c, engine);
+    }
+}
+
+criterion_group!(benches, create);
 criterion_main!(benches);

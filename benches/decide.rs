@@ -1,41 +1,44 @@
 //! `Ledger::decide`, the call made on every tool approval, for a command that is not
 //! read-only (`make deploy`), in its two common outcomes. Neither writes.
 //!
-//! * `decide/inherited_trust`: the session holds `trust` inherited from the root it descends
+//! * `inherited_trust`: the session holds `trust` inherited from the root it descends
 //!   from, so the answer is approve, with the posture and its chain back to the grant.
-//! * `decide/asks`: the session holds no posture and has two command patterns (`npm test *`,
+//! * `asks`: the session holds no posture and has two command patterns (`npm test *`,
 //!   `cargo check`), neither matching, and no scope; every check runs and the answer is ask.
-//! * `decide/patterns_200_bytes`: the session holds no posture and 20 command patterns, and the
+//! * `patterns_200_bytes`: the session holds no posture and 20 command patterns, and the
 //!   command line is [`LINE_200`], 200 bytes of six simple commands joined by `&&` and `|`, with
 //!   quoted words, each admitted by a different pattern: every part is matched (approve). On a
 //!   build before patterns were parsed, the same call matched each pattern against the whole
 //!   line as text, and `cargo test *` matched all of it.
-//! * `decide/patterns_200_bytes_grammar`: the same line with `--reporter=spec` for
+//! * `patterns_200_bytes_grammar`: the same line with `--reporter=spec` for
 //!   `--reporter spec`: the `=` sends it through the bash grammar (approve).
-//! * `decide/patterns_200_bytes_plain`: as `patterns_200_bytes` with [`PLAIN_200`], a line of
+//! * `patterns_200_bytes_plain`: as `patterns_200_bytes` with [`PLAIN_200`], a line of
 //!   six simple commands with nothing for bash to interpret (no quote, `=`, `$`, ...), which the
 //!   ledger splits without the grammar (approve).
-//! * `decide/line_8_kib_quoted`: about the longest line read by the grammar: `npm test x=y` and
+//! * `line_8_kib_quoted`: about the longest line read by the grammar: `npm test x=y` and
 //!   2,044 quoted one-letter arguments, 8,188 bytes (approve).
-//! * `decide/line_8_kib`: the same sessions and a line of 8,191 bytes, about the longest that is
+//! * `line_8_kib`: the same sessions and a line of 8,191 bytes, about the longest that is
 //!   parsed: `npm test` and 4,091 one-letter arguments (approve).
-//! * `decide/line_100_kb`: the same sessions and a line of 100,000 bytes (ask, unread).
+//! * `line_100_kb`: the same sessions and a line of 100,000 bytes (ask, unread).
 //!
 //! Input, built once before measuring through the fast building handle (see
 //! `benches/support/mod.rs`): a root `trusted` granted `trust` with 5,000 sessions below it
 //! (fan-out 10, each born with the inherited posture), and a root `asking` with no posture and
-//! 5,000 sessions below it, each given the two patterns. The WAL is checkpointed and the file
-//! reopened with the default `Config`. Each measured call decides for the next session of its
-//! tree (roots excluded), round-robin.
+//! 5,000 sessions below it, each given the two patterns. The ledger is settled (SQLite:
+//! checkpointed; PostgreSQL: copied into its own schema, vacuumed and analyzed) and opened with
+//! the default `Config`. Each measured call decides for the next session of its tree (roots
+//! excluded), round-robin.
 //!
-//! `cargo bench --bench decide`
+//! `cargo bench --bench decide`: `decide/sqlite/CASE`, and `decide/postgres/CASE` when
+//! `SESSION_LEDGER_BENCH_POSTGRES` names a server.
 
 mod support;
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use session_ledger::{Ledger, PostureLevel, PostureSource, Reason, Verdict};
+use session_ledger::{PostureLevel, PostureSource, Reason, Verdict};
+use support::{Engine, Place};
 
 const PER_TREE: usize = 5_000;
 const COMMAND: &str = "make deploy";
@@ -80,11 +83,9 @@ const LINE_200: &str =
     npm test -- --grep \"quoting; and operators\" --reporter spec && ls -la src/storage docs && \
     grep -rn 'pattern' src/ | wc -l -c";
 
-fn decide(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("ledger.db");
-    let (trusted, asking, patterned) = {
-        let builder = support::builder(&path);
+fn decide_on(c: &mut Criterion, engine: Engine) {
+    let (place, (trusted, asking, patterned)) = Place::built(engine, |path| {
+        let builder = support::builder(path);
         builder.create_root("trusted", support::ACTOR).unwrap();
         builder
             .grant("trusted", PostureLevel::Trust, support::ACTOR)
@@ -105,9 +106,8 @@ fn decide(c: &mut Criterion) {
             }
         }
         (trusted, asking, patterned)
-    };
-    support::checkpoint(&path);
-    let ledger = Ledger::open(&path).expect("open the measured handle");
+    });
+    let ledger = place.open();
     for id in &trusted {
         let d = ledger.decide(id, COMMAND, false).unwrap();
         assert_eq!(d.verdict, Verdict::Approve);
@@ -148,7 +148,7 @@ fn decide(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
     for (name, ids) in [("inherited_trust", &trusted), ("asks", &asking)] {
         let mut next = 0;
-        group.bench_function(name, |b| {
+        group.bench_function(format!("{}/{name}", engine.name()), |b| {
             b.iter(|| {
                 let id = &ids[next];
                 next = (next + 1) % ids.len();
@@ -169,7 +169,7 @@ fn decide(c: &mut Criterion) {
         ("line_100_kb", line_100_kb.as_str()),
     ] {
         let mut next = 0;
-        group.bench_function(name, |b| {
+        group.bench_function(format!("{}/{name}", engine.name()), |b| {
             b.iter(|| {
                 let id = &patterned[next];
                 next = (next + 1) % patterned.len();
@@ -183,7 +183,13 @@ fn decide(c: &mut Criterion) {
     }
     group.finish();
     drop(ledger);
-    drop(dir);
+    drop(place);
+}
+
+fn decide(c: &mut Criterion) {
+    for engine in support::engines() {
+        decide_on(c, engine);
+    }
 }
 
 criterion_group!(benches, decide);

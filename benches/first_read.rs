@@ -6,21 +6,24 @@
 //! Inputs (the `iter_batched` setup, not timed): a fresh chain of `depth` created sessions,
 //! each the child of the one before, below a root whose label is materialized (roots are born
 //! materialized; each root is raised to `secret` so the inherited label is not the default).
-//! Chains are built through the fast building handle (see `benches/support/mod.rs`), and the
-//! WAL is fsynced before timing; a new root is opened every 256 chains, so no session collects
-//! an unusual number of children. The timed call reads the bottom of the chain through a
-//! handle opened with the default `Config` (`synchronous=FULL`): each is a real first read.
-//! The ledger grows as the bench runs (up to ~100,000 sessions at depth 64 in a full run).
+//! Chains are built through the fast building handle (see `benches/support/mod.rs`), and on
+//! SQLite the WAL is fsynced before timing; a new root is opened every 256 chains, so no
+//! session collects an unusual number of children. The timed call reads the bottom of the
+//! chain through a handle opened with the default `Config` (`synchronous=FULL`): each is a real
+//! first read. The ledger grows as the bench runs (up to ~100,000 sessions at depth 64 in a
+//! full run).
 //!
-//! `cargo bench --bench first_read`
+//! `cargo bench --bench first_read`: `first_read/sqlite/depth/N`, and
+//! `first_read/postgres/depth/N` (a ledger in its own schema, built there) when
+//! `SESSION_LEDGER_BENCH_POSTGRES` names a server.
 
 mod support;
 
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use session_ledger::{AuditKind, AuditQuery, Ledger, Raise, Taint};
+use support::{Engine, Place};
 
 const DEPTHS: [usize; 3] = [1, 8, 64];
 const CHAINS_PER_ROOT: usize = 256;
@@ -28,7 +31,7 @@ const CHAINS_PER_ROOT: usize = 256;
 /// Builds fresh unmaterialized chains below materialized roots.
 struct Chains<'a> {
     builder: &'a Ledger,
-    path: &'a Path,
+    place: &'a Place,
     made: usize,
     root: String,
 }
@@ -59,19 +62,18 @@ impl Chains<'_> {
                 .unwrap();
             parent = id;
         }
-        support::flush_wal(self.path);
+        self.place.flush();
         parent
     }
 }
 
-fn first_read(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("ledger.db");
-    let builder = support::builder(&path);
-    let ledger = Ledger::open(&path).expect("open the measured handle");
+fn first_read_on(c: &mut Criterion, engine: Engine) {
+    let place = Place::new(engine);
+    let builder = place.builder();
+    let ledger = place.open();
     let mut chains = Chains {
         builder: &builder,
-        path: &path,
+        place: &place,
         made: 0,
         root: String::new(),
     };
@@ -97,7 +99,8 @@ fn first_read(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("first_read");
     for depth in DEPTHS {
-        group.bench_with_input(BenchmarkId::new("depth", depth), &depth, |b, &depth| {
+        let id = BenchmarkId::new(format!("{}/depth", engine.name()), depth);
+        group.bench_with_input(id, &depth, |b, &depth| {
             b.iter_batched(
                 || chains.next(depth),
                 |bottom| black_box(ledger.state(&bottom).unwrap()),
@@ -108,7 +111,13 @@ fn first_read(c: &mut Criterion) {
     group.finish();
     drop(ledger);
     drop(builder);
-    drop(dir);
+    drop(place);
+}
+
+fn first_read(c: &mut Criterion) {
+    for engine in support::engines() {
+        first_read_on(c, engine);
+    }
 }
 
 criterion_group!(benches, first_read);

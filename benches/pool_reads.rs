@@ -8,15 +8,18 @@
 //! Input, built once before measuring through the fast building handle (see
 //! `benches/support/mod.rs`): the same ledger as `benches/read_state.rs`, a root `root`
 //! granted `trust` and 10,000 sessions below it (fan-out 10), each read once so its label is
-//! materialized; then checkpointed and reopened with the default `Config`. Each thread reads
-//! the ids round-robin from its own starting point.
+//! materialized; then settled (SQLite: checkpointed; PostgreSQL: copied into its own schema,
+//! vacuumed and analyzed) and opened with the default `Config`. Each thread reads the ids
+//! round-robin from its own starting point. On PostgreSQL each pooled connection is a server
+//! process of its own, so the 2-thread figure also shows whether the server's side scales.
 //!
 //! Timing (`iter_custom`): for a batch of N reads, the threads are spawned, take one pooled
 //! connection each (a warm-up read), and meet at a barrier; the clock starts when the main
 //! thread passes the barrier and stops when the last thread has done its share of N and been
 //! joined. Thread creation is outside the timed span; joining the threads is inside it.
 //!
-//! `cargo bench --bench pool_reads`
+//! `cargo bench --bench pool_reads`: `pool_reads/sqlite/threads/N`, and
+//! `pool_reads/postgres/threads/N` when `SESSION_LEDGER_BENCH_POSTGRES` names a server.
 
 mod support;
 
@@ -26,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use session_ledger::Ledger;
+use support::{Engine, Place};
 
 const SESSIONS: usize = 10_000;
 const THREADS: [usize; 2] = [1, 2];
@@ -63,11 +67,11 @@ fn timed_reads(
     started.elapsed()
 }
 
-fn pool_reads(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("ledger.db");
-    let ids = support::trusted_materialized_tree(&path, SESSIONS);
-    let ledger = Arc::new(Ledger::open(&path).expect("open the measured handle"));
+fn pool_reads_on(c: &mut Criterion, engine: Engine) {
+    let (place, ids) = Place::built(engine, |path| {
+        support::trusted_materialized_tree(path, SESSIONS)
+    });
+    let ledger = Arc::new(place.open());
     for id in &ids {
         assert!(ledger.state(id).unwrap().materialized.is_some());
     }
@@ -77,14 +81,20 @@ fn pool_reads(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     for threads in THREADS {
         group.bench_with_input(
-            BenchmarkId::new("threads", threads),
+            BenchmarkId::new(format!("{}/threads", engine.name()), threads),
             &threads,
             |b, &threads| b.iter_custom(|reads| timed_reads(&ledger, &ids, threads, reads)),
         );
     }
     group.finish();
     drop(ledger);
-    drop(dir);
+    drop(place);
+}
+
+fn pool_reads(c: &mut Criterion) {
+    for engine in support::engines() {
+        pool_reads_on(c, engine);
+    }
 }
 
 criterion_group!(benches, pool_reads);

@@ -5,31 +5,31 @@
 //! Inputs: a root `root` and 10,000 sessions below it (fan-out 10), built before measuring
 //! through the fast building handle (see `benches/support/mod.rs`). The `iter_batched` setup
 //! (not timed) creates a fresh child of one of those sessions, round-robin, reads it once so
-//! its label is materialized (`private`, inherited), and fsyncs the WAL. The timed call raises
-//! that session through a handle opened with the default `Config`; every raise changes the
-//! label, so every one writes.
+//! its label is materialized (`private`, inherited), and on SQLite fsyncs the WAL. The timed
+//! call raises that session through a handle opened with the default `Config`; every raise
+//! changes the label, so every one writes.
 //!
-//! `cargo bench --bench raise`
+//! `cargo bench --bench raise`: `raise/sqlite/private_to_secret`, and
+//! `raise/postgres/private_to_secret` when `SESSION_LEDGER_BENCH_POSTGRES` names a server.
 
 mod support;
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use session_ledger::{Ledger, Raise, Taint};
+use session_ledger::{Raise, Taint};
+use support::Engine;
 
 const BASE_SESSIONS: usize = 10_000;
 
-fn raise(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("ledger.db");
-    let mut sessions = support::FreshSessions::new(&path, BASE_SESSIONS, "r");
-    let ledger = Ledger::open(&path).expect("open the measured handle");
+fn raise_on(c: &mut Criterion, engine: Engine) {
+    let mut sessions = support::FreshSessions::new(engine, BASE_SESSIONS, "r");
+    let ledger = sessions.place().open();
 
     let mut fresh = || {
         let id = sessions.next();
         assert_eq!(sessions.builder().state(&id).unwrap().taint, Taint::Private);
-        support::flush_wal(&path);
+        sessions.place().flush();
         id
     };
     let secret = Raise {
@@ -37,7 +37,8 @@ fn raise(c: &mut Criterion) {
         untrusted: false,
     };
 
-    c.bench_function("raise/private_to_secret", |b| {
+    let mut group = c.benchmark_group("raise");
+    group.bench_function(format!("{}/private_to_secret", engine.name()), |b| {
         b.iter_batched(
             &mut fresh,
             |id| {
@@ -48,9 +49,15 @@ fn raise(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    group.finish();
     drop(ledger);
     drop(sessions);
-    drop(dir);
+}
+
+fn raise(c: &mut Criterion) {
+    for engine in support::engines() {
+        raise_on(c, engine);
+    }
 }
 
 criterion_group!(benches, raise);

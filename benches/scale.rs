@@ -2,41 +2,50 @@
 //! ledgers of the same shape in one run, and the ratio large/small of the medians.
 //!
 //! ```text
-//! cargo bench --bench scale                          # 10,000 against 100,000 sessions
-//! SCALE_SESSIONS=1000000 cargo bench --bench scale   # 10,000 against 1,000,000 sessions
+//! cargo bench --bench scale                                       # 10,000 against 100,000 sessions
+//! SCALE_SESSIONS=1000000 cargo bench --bench scale                # 10,000 against 1,000,000 sessions
+//! scripts/with-postgres --durable cargo bench --bench scale       # on SQLite, then on PostgreSQL
+//! BENCH_ENGINES=postgres scripts/with-postgres --durable cargo bench --bench scale   # PostgreSQL only
 //! ```
 //!
 //! Both ledgers are [`support::Forest`]s built through the library with the building handle:
 //! trees of 1,000 sessions (fan-out 10), every other one trusted at its root before anything
 //! below it was created, half of each tree materialized. Each is built once and cached as
 //! `target/scale-cache/<sessions>-v<schema>-s<shape>.db`; every run measures on fresh copies,
-//! so reruns measure the same thing. The operations are called through a handle opened with
-//! the default `Config` (`synchronous=FULL`, the default creation bounds), as a dashboard
-//! would, with each iteration on the small ledger next to one on the large (which goes first
-//! alternates), so that the machine's drift falls on both sides alike.
+//! so reruns measure the same thing. On PostgreSQL (when `SESSION_LEDGER_BENCH_POSTGRES` names
+//! a server, see `benches/support/engine.rs`) a fresh copy is the cached file's rows copied into
+//! a schema of its own with `Ledger::copy_into`, vacuumed and analyzed; each engine's run is
+//! whole, one after the other, and its ratios compare its own two ledgers. The operations are
+//! called through a handle opened with the default `Config` (`synchronous=FULL`, the default
+//! creation bounds), as a dashboard would, with each iteration on the small ledger next to one
+//! on the large (which goes first alternates), so that the machine's drift falls on both sides
+//! alike.
 //!
-//! Lines, one per measurement (times in µs for `op` and `floor`, in ms otherwise):
+//! Lines, one per measurement (times in µs for `op` and `floor`, in ms otherwise), each naming
+//! its engine (`sqlite` or `postgres`) after its kind:
 //!
 //! ```text
 //! cache SESSIONS built|reused PATH build_s=..
-//! ledger small|large sessions=.. materialized=.. postures=.. audit=.. file_mib=..
-//! floor raw_point_read n=.. small_p50_us=.. small_p99_us=.. large_p50_us=.. large_p99_us=.. ratio=..
-//! op NAME n=.. [sessions=..] small_p50_us=.. small_p99_us=.. large_p50_us=.. large_p99_us=.. ratio=.. [vs_floor=..]
-//! open ledger n=.. small_p50_ms=.. small_p99_ms=.. large_p50_ms=.. large_p99_ms=.. ratio=..
-//! verify full n=.. small_rows=.. small_rows_per_s=.. large_rows=.. large_rows_per_s=.. small_p50_ms=.. ... ratio=..
-//! verify from n=.. rows=1001 small_p50_ms=.. small_p99_ms=.. large_p50_ms=.. large_p99_ms=.. ratio=..
-//! cli NAME n=.. [sessions=..] small_p50_ms=.. small_p99_ms=.. large_p50_ms=.. large_p99_ms=.. ratio=..
-//! peak NAME count=.. ms=.. after_open_mib=.. peak_mib=..
-//! target NAME VALUE <= BOUND met|not met
+//! ledger ENGINE small|large sessions=.. materialized=.. postures=.. audit=.. size_mib=.. copy_s=..
+//! floor ENGINE raw_point_read n=.. small_p50_us=.. small_p99_us=.. large_p50_us=.. large_p99_us=.. ratio=..
+//! op ENGINE NAME n=.. [sessions=..] small_p50_us=.. small_p99_us=.. large_p50_us=.. large_p99_us=.. ratio=.. [vs_floor=..]
+//! open ENGINE ledger n=.. small_p50_ms=.. small_p99_ms=.. large_p50_ms=.. large_p99_ms=.. ratio=..
+//! verify ENGINE full n=.. small_rows=.. small_rows_per_s=.. large_rows=.. large_rows_per_s=.. small_p50_ms=.. ... ratio=..
+//! verify ENGINE from n=.. rows=1001 small_p50_ms=.. small_p99_ms=.. large_p50_ms=.. large_p99_ms=.. ratio=..
+//! cli ENGINE NAME n=.. [sessions=..] small_p50_ms=.. small_p99_ms=.. large_p50_ms=.. large_p99_ms=.. ratio=..
+//! peak ENGINE NAME count=.. ms=.. after_open_mib=.. peak_mib=..
+//! target ENGINE NAME VALUE <= BOUND met|not met
 //! ```
 //!
 //! `ratio` is large p50 / small p50; `vs_floor` is an operation's ratio divided by the floor's
-//! (raw SQLite's point read on the same files, in the same run). Nothing here asserts a time:
-//! the `target` lines at the end compare with the scale targets, which are set for
+//! (the engine's own point read on the same ledgers, in the same run: raw SQLite on the file,
+//! or a plain prepared statement over the same connection string). Nothing here asserts a
+//! time: the `target` lines at the end compare with the scale targets, which are set for
 //! `SCALE_SESSIONS=1000000`. docs/performance.md explains each line.
 //!
-//! The bench binary re-executes itself with `--peak verify DB` or `--peak cascade DB ID` to run
-//! one operation in a fresh process and report its peak resident memory.
+//! The bench binary re-executes itself with `--peak verify` or `--peak cascade ID` (the ledger
+//! in `SESSION_LEDGER_DB`, so no password is on a command line) to run one operation in a fresh
+//! process and report its peak resident memory: the client process's, on PostgreSQL.
 
 mod support;
 
@@ -46,9 +55,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
 use session_ledger::{AuditHead, AuditQuery, Ledger, PostureLevel, Propagation, Raise, Taint};
-use support::{percentile, raw_connection, Forest, ACTOR, TREE_MATERIALIZED, TREE_SESSIONS};
+use support::{
+    interleaved, timed, Engine, Forest, Iterations, Measured, Place, RawConn, ACTOR,
+    TREE_MATERIALIZED, TREE_SESSIONS,
+};
 
 /// The small ledger's size; the targets compare against it.
 const SMALL_SESSIONS: usize = 10_000;
@@ -92,12 +103,6 @@ const UNMATERIALIZED: RangeInclusive<usize> = TREE_MATERIALIZED..=TREE_SESSIONS 
 /// Every position.
 const ANY: RangeInclusive<usize> = 0..=TREE_SESSIONS - 1;
 
-#[derive(Debug, Clone, Copy)]
-struct Iterations {
-    timed: usize,
-    warmup: usize,
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(at) = args.iter().position(|a| a == "--peak") {
@@ -110,43 +115,56 @@ fn main() {
         return;
     }
     let large = large_sessions();
+    let engines = support::engines();
     println!(
-        "scale small={SMALL_SESSIONS} large={large} schema=v{}",
-        session_ledger::schema_version()
+        "scale small={SMALL_SESSIONS} large={large} schema=v{} engines={}",
+        session_ledger::schema_version(),
+        engines
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let caches = [cached_forest(SMALL_SESSIONS), cached_forest(large)];
+    for engine in engines {
+        run(engine, &caches, large);
+    }
+}
+
+/// The whole run on one engine, on fresh copies of the cached ledgers.
+fn run(engine: Engine, caches: &[PathBuf; 2], large: usize) {
     let run_dir = tempfile::Builder::new()
         .prefix("run-")
         .tempdir_in(cache_dir())
         .expect("a directory for this run's copies");
     let sides = [
-        Side::copy("small", SMALL_SESSIONS, &caches[0], run_dir.path()),
-        Side::copy("large", large, &caches[1], run_dir.path()),
+        Side::copy(engine, "small", SMALL_SESSIONS, &caches[0], run_dir.path()),
+        Side::copy(engine, "large", large, &caches[1], run_dir.path()),
     ];
     for side in &sides {
         side.print_counts();
     }
 
-    let mut report = Report::default();
-    let ledgers = sides
-        .each_ref()
-        .map(|s| Ledger::open(&s.work).expect("open the measured handle"));
+    let mut report = Report::new(engine);
+    let ledgers = sides.each_ref().map(|s| s.place.open());
     report.floor = Some(report.line("floor", raw_point_read(&sides)));
-    // What a bigger page cache or a memory map would do for the floor itself.
-    report.line(
-        "floor",
-        raw_point_read_with(&sides, "raw_point_read_cache_256mib", |c| {
-            c.pragma_update(None, "cache_size", -262_144)
-                .expect("cache_size")
-        }),
-    );
-    report.line(
-        "floor",
-        raw_point_read_with(&sides, "raw_point_read_mmap_4gib", |c| {
-            c.pragma_update(None, "mmap_size", 4_i64 << 30)
-                .expect("mmap_size")
-        }),
-    );
+    if engine == Engine::Sqlite {
+        // What a bigger page cache or a memory map would do for the floor itself.
+        report.line(
+            "floor",
+            raw_point_read_with(&sides, "raw_point_read_cache_256mib", |c| {
+                c.pragma_update(None, "cache_size", -262_144)
+                    .expect("cache_size")
+            }),
+        );
+        report.line(
+            "floor",
+            raw_point_read_with(&sides, "raw_point_read_mmap_4gib", |c| {
+                c.pragma_update(None, "mmap_size", 4_i64 << 30)
+                    .expect("mmap_size")
+            }),
+        );
+    }
     for measure in [
         state_stored,
         state_first_read,
@@ -165,9 +183,9 @@ fn main() {
     }
     drop(ledgers);
 
-    // From here on, nothing else has the files open: each open below is a process's first.
+    // From here on, nothing else has the ledgers open: each open below is a process's first.
     for side in &sides {
-        support::checkpoint(&side.work);
+        side.place.settle();
     }
     let m = open(&sides);
     report.open = Some(report.line("open", m));
@@ -179,6 +197,7 @@ fn main() {
         let m = measure(&sides);
         report.cli(m);
     }
+    drop(sides);
     report.peaks(&caches[1], run_dir.path());
     report.summary(large);
 }
@@ -264,38 +283,39 @@ struct Side {
     name: &'static str,
     forest: Forest,
     /// This run's copy, which the measurements use (and change).
-    work: PathBuf,
+    place: Place,
+    /// How long making the copy took.
+    copy_s: f64,
 }
 
 impl Side {
-    /// A fresh copy in `dir` of `cache`, the cached ledger of `sessions` sessions.
-    fn copy(name: &'static str, sessions: usize, cache: &Path, dir: &Path) -> Side {
-        let work = dir.join(format!("{name}.db"));
-        support::copy_ledger(cache, &work);
+    /// A fresh copy on `engine` of `cache`, the cached ledger of `sessions` sessions: a file in
+    /// `dir`, or a new schema.
+    fn copy(engine: Engine, name: &'static str, sessions: usize, cache: &Path, dir: &Path) -> Side {
+        let place = Place::at_path(engine, &dir.join(format!("{name}.db")));
+        let (took, ()) = timed(|| place.fill_from(cache));
         Side {
             name,
             forest: Forest::of_sessions(sessions),
-            work,
+            place,
+            copy_s: took.as_secs_f64(),
         }
     }
 
     /// Counts the rows of the copy, before anything is measured.
     fn print_counts(&self) {
-        let conn = Connection::open_with_flags(&self.work, OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open the copy to count it");
-        let count = |table: &str| -> i64 {
-            conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-                .expect("count")
-        };
-        let bytes = std::fs::metadata(&self.work).map_or(0, |m| m.len());
+        let count = |table: &str| self.place.count(table);
         println!(
-            "ledger {} sessions={} materialized={} postures={} audit={} file_mib={:.1}",
+            "ledger {} {} sessions={} materialized={} postures={} audit={} size_mib={:.1} \
+             copy_s={:.1}",
+            self.place.engine().name(),
             self.name,
             count("sessions"),
             count("labels"),
             count("postures"),
             count("audit"),
-            bytes as f64 / (1024.0 * 1024.0)
+            self.place.size_bytes() as f64 / (1024.0 * 1024.0),
+            self.copy_s
         );
     }
 }
@@ -386,123 +406,51 @@ impl Picks {
     }
 }
 
-/// Times `once(side)` on both sides, `warmup` untimed then `timed` timed iterations each, one
-/// side after the other in every iteration, the small first in even iterations and the large
-/// first in odd ones. `once` does its setup, then returns the time of the part it measures.
-fn interleaved(n: Iterations, mut once: impl FnMut(usize) -> Duration) -> [Vec<Duration>; 2] {
-    let mut times = [Vec::with_capacity(n.timed), Vec::with_capacity(n.timed)];
-    for i in 0..n.warmup + n.timed {
-        let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
-            let took = once(side);
-            if i >= n.warmup {
-                times[side].push(took);
-            }
-        }
-    }
-    times
-}
-
-/// Runs `call` and returns how long it took, with its result.
-fn timed<T>(call: impl FnOnce() -> T) -> (Duration, T) {
-    let started = Instant::now();
-    let out = call();
-    (started.elapsed(), out)
-}
-
-/// What one measurement gives: its name, what it was timed over, and the times per side.
-struct Measured {
-    name: &'static str,
-    /// Printed after the name, before the times: `sessions=111`.
-    note: String,
-    times: [Vec<Duration>; 2],
-    /// Milliseconds (`_ms`) rather than microseconds (`_us`).
-    millis: bool,
-}
-
-impl Measured {
-    fn new(name: &'static str, times: [Vec<Duration>; 2]) -> Measured {
-        Measured {
-            name,
-            note: String::new(),
-            times,
-            millis: false,
-        }
-    }
-
-    fn in_ms(mut self) -> Measured {
-        self.millis = true;
-        self
-    }
-
-    fn note(mut self, note: String) -> Measured {
-        self.note = note;
-        self
-    }
-
-    fn values(&self, side: usize) -> Vec<f64> {
-        let scale = if self.millis { 1e3 } else { 1e6 };
-        self.times[side]
-            .iter()
-            .map(|d| d.as_secs_f64() * scale)
-            .collect()
-    }
-
-    fn p(&self, side: usize, p: f64) -> f64 {
-        percentile(&self.values(side), p)
-    }
-
-    fn ratio(&self) -> f64 {
-        self.p(1, 50.0) / self.p(0, 50.0)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Point operations: 200 iterations each, a random session each time (a different one when the
 // operation changes it).
 
-/// The floor: raw SQLite's own point reads on the same file, through a plain connection with
-/// the ledger's per-connection pragmas ([`raw_connection`]): a session's row and its label's
-/// row, for a random materialized session.
+/// The floor: the engine's own point reads on the same ledger, with no library around them
+/// ([`RawConn`]: raw SQLite on the file with the ledger's per-connection pragmas, or a plain
+/// client of the server): a session's row and its label's row, for a random materialized
+/// session.
 fn raw_point_read(sides: &[Side; 2]) -> Measured {
     raw_point_read_with(sides, "raw_point_read", |_| {})
 }
 
 /// The floor's read on connections that `tune` changed, to see what the page cache and memory
-/// mapping would do for the growth of a point read.
+/// mapping would do for the growth of a point read on SQLite.
 fn raw_point_read_with(
     sides: &[Side; 2],
     name: &'static str,
     tune: impl Fn(&rusqlite::Connection),
 ) -> Measured {
-    let conns = sides.each_ref().map(|s| {
-        let conn = raw_connection(&s.work);
-        tune(&conn);
+    let mut conns = sides.each_ref().map(|s| {
+        let conn = RawConn::open(&s.place);
+        if let RawConn::Sqlite(c) = &conn {
+            tune(c);
+        }
         conn
     });
     let mut picks = Picks::both(sides, Trees::All, MATERIALIZED, false);
     let times = interleaved(POINT, |side| {
         let id = picks[side].next();
-        let conn = &conns[side];
+        let conn = &mut conns[side];
         let (took, found) = timed(|| {
-            let mut session = conn
-                .prepare_cached(
-                    "SELECT seq, created_by, depth, origin, created_at, ended_at
-                       FROM sessions WHERE id = ?1",
-                )
-                .expect("prepare");
-            let depth: i64 = session.query_row([&id], |r| r.get(2)).expect("session row");
-            let mut label = conn
-                .prepare_cached(
-                    "SELECT taint, untrusted, materialized_how, inherited_from, materialized_at,
-                            raised_at
-                       FROM labels WHERE session_id = ?1",
-                )
-                .expect("prepare");
-            let taint: String = label.query_row([&id], |r| r.get(0)).expect("label row");
-            (depth, taint)
+            let session = conn.rows(
+                "SELECT seq, created_by, depth, origin, created_at, ended_at
+                   FROM sessions WHERE id = $1",
+                &[&id],
+            );
+            let label = conn.rows(
+                "SELECT taint, untrusted, materialized_how, inherited_from, materialized_at,
+                        raised_at
+                   FROM labels WHERE session_id = $1",
+                &[&id],
+            );
+            (session, label)
         });
-        std::hint::black_box(found);
+        assert_eq!(found, (1, 1), "{id} has a session row and a label row");
         took
     });
     Measured::new(name, times)
@@ -689,10 +637,10 @@ fn cascade(sides: &[Side; 2], ledgers: &[Ledger; 2]) -> Measured {
 // ---------------------------------------------------------------------------------------------
 // Opening, verifying, and the CLI, with no other handle on the files.
 
-/// `Ledger::open` of an idle, checkpointed ledger: the handle is dropped after each, untimed.
+/// `Ledger::open` of an idle, settled ledger: the handle is dropped after each, untimed.
 fn open(sides: &[Side; 2]) -> Measured {
     let times = interleaved(OPEN, |side| {
-        let (took, ledger) = timed(|| Ledger::open(&sides[side].work).expect("open"));
+        let (took, ledger) = timed(|| Ledger::open(sides[side].place.location()).expect("open"));
         drop(ledger);
         took
     });
@@ -701,9 +649,7 @@ fn open(sides: &[Side; 2]) -> Measured {
 
 /// A full `verify` of the audit trail.
 fn verify_full(sides: &[Side; 2]) -> Measured {
-    let ledgers = sides
-        .each_ref()
-        .map(|s| Ledger::open(&s.work).expect("open"));
+    let ledgers = sides.each_ref().map(|s| s.place.open());
     let mut rows = [0, 0];
     let times = interleaved(VERIFY, |side| {
         let (took, verified) = timed(|| ledgers[side].verify(None).expect("verify"));
@@ -744,9 +690,7 @@ fn head_rows_back(ledger: &Ledger) -> AuditHead {
 
 /// `verify_from` a head saved [`ROWS_SINCE_HEAD`] rows back: a routine check of the new rows.
 fn verify_from(sides: &[Side; 2]) -> Measured {
-    let ledgers = sides
-        .each_ref()
-        .map(|s| Ledger::open(&s.work).expect("open"));
+    let ledgers = sides.each_ref().map(|s| s.place.open());
     let heads = ledgers.each_ref().map(head_rows_back);
     let times = interleaved(VERIFY, |side| {
         let (took, verified) = timed(|| ledgers[side].verify_from(&heads[side]).expect("verify"));
@@ -759,12 +703,13 @@ fn verify_from(sides: &[Side; 2]) -> Measured {
         .note(format!("rows={}", ROWS_SINCE_HEAD + 1))
 }
 
-/// The whole process of the release `session-ledger` binary with `args`, on `db`.
-fn cli_run(db: &Path, args: &[&str]) -> Duration {
+/// The whole process of the release `session-ledger` binary with `args`, on `place`'s ledger,
+/// named in `SESSION_LEDGER_DB` as a dashboard's operator would (a URL's password stays off
+/// the command line).
+fn cli_run(place: &Place, args: &[&str]) -> Duration {
     let (took, status) = timed(|| {
         Command::new(env!("CARGO_BIN_EXE_session-ledger"))
-            .arg("--db")
-            .arg(db)
+            .env("SESSION_LEDGER_DB", place.location())
             .args(args)
             .stdout(Stdio::null())
             .status()
@@ -778,7 +723,7 @@ fn cli_run(db: &Path, args: &[&str]) -> Duration {
 fn cli_state(sides: &[Side; 2]) -> Measured {
     let mut picks = Picks::both(sides, Trees::All, MATERIALIZED, false);
     let times = interleaved(CLI, |side| {
-        cli_run(&sides[side].work, &["state", &picks[side].next()])
+        cli_run(&sides[side].place, &["state", &picks[side].next()])
     });
     Measured::new("state", times).in_ms()
 }
@@ -787,7 +732,7 @@ fn cli_state(sides: &[Side; 2]) -> Measured {
 fn cli_tree(sides: &[Side; 2]) -> Measured {
     let mut picks = Picks::both(sides, Trees::Trusted, FULL_BRANCHES, false);
     let times = interleaved(CLI, |side| {
-        cli_run(&sides[side].work, &["tree", &picks[side].next()])
+        cli_run(&sides[side].place, &["tree", &picks[side].next()])
     });
     Measured::new("tree", times)
         .in_ms()
@@ -798,7 +743,7 @@ fn cli_tree(sides: &[Side; 2]) -> Measured {
 fn cli_explain(sides: &[Side; 2]) -> Measured {
     let mut picks = Picks::both(sides, Trees::All, ANY, false);
     let times = interleaved(CLI, |side| {
-        cli_run(&sides[side].work, &["explain", &picks[side].next()])
+        cli_run(&sides[side].place, &["explain", &picks[side].next()])
     });
     Measured::new("explain", times).in_ms()
 }
@@ -806,11 +751,11 @@ fn cli_explain(sides: &[Side; 2]) -> Measured {
 /// `session-ledger verify --from SEQ:HASH` with a head saved [`ROWS_SINCE_HEAD`] rows back.
 fn cli_verify_from(sides: &[Side; 2]) -> Measured {
     let heads = sides.each_ref().map(|s| {
-        let ledger = Ledger::open(&s.work).expect("open");
+        let ledger = s.place.open();
         head_rows_back(&ledger).to_string()
     });
     let times = interleaved(CLI, |side| {
-        cli_run(&sides[side].work, &["verify", "--from", &heads[side]])
+        cli_run(&sides[side].place, &["verify", "--from", &heads[side]])
     });
     Measured::new("verify_from", times).in_ms()
 }
@@ -826,11 +771,12 @@ struct Peak {
     count: u64,
 }
 
-/// Runs `scale --peak WHAT DB [ID]` and reads its report.
-fn peak(what: &str, db: &Path, id: Option<&str>) -> Peak {
+/// Runs `scale --peak WHAT [ID]` on `place`'s ledger and reads its report.
+fn peak(what: &str, place: &Place, id: Option<&str>) -> Peak {
     let exe = std::env::current_exe().expect("this bench's binary");
     let mut cmd = Command::new(exe);
-    cmd.arg("--peak").arg(what).arg(db);
+    cmd.env("SESSION_LEDGER_DB", place.location());
+    cmd.arg("--peak").arg(what);
     cmd.args(id);
     let out = cmd.output().expect("run the peak child");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -853,16 +799,15 @@ fn peak(what: &str, db: &Path, id: Option<&str>) -> Peak {
     }
 }
 
-/// The child's side of [`peak`]: opens the ledger, notes `VmHWM`, runs one operation, notes
-/// `VmHWM` again, and prints both.
+/// The child's side of [`peak`]: opens the ledger `SESSION_LEDGER_DB` names, notes `VmHWM`,
+/// runs one operation, notes `VmHWM` again, and prints both.
 fn peak_child(args: &[String]) {
-    let (what, db) = match args {
-        [what, db, ..] => (what.as_str(), Path::new(db)),
-        _ => panic!("usage: scale --peak verify DB | scale --peak cascade DB ID"),
-    };
+    const USAGE: &str = "usage: SESSION_LEDGER_DB=LEDGER scale --peak verify | --peak cascade ID";
+    let what = args.first().expect(USAGE).as_str();
+    let db = std::env::var("SESSION_LEDGER_DB").expect(USAGE);
     let ledger = Ledger::open(db).expect("open");
     let after_open_kib = support::peak_rss_kib();
-    let (took, count) = match (what, args.get(2)) {
+    let (took, count) = match (what, args.get(1)) {
         ("verify", None) => {
             let (took, verified) = timed(|| ledger.verify(None).expect("verify"));
             assert!(verified.ok, "the trail verifies");
@@ -876,7 +821,7 @@ fn peak_child(args: &[String]) {
             });
             (took, revoked.count as u64)
         }
-        _ => panic!("usage: scale --peak verify DB | scale --peak cascade DB ID"),
+        _ => panic!("{USAGE}"),
     };
     println!(
         "after_open_kib={after_open_kib} peak_kib={} ms={:.1} count={count}",
@@ -897,8 +842,8 @@ struct Line {
 }
 
 /// Everything printed so far, for the summary.
-#[derive(Default)]
 struct Report {
+    engine: Engine,
     floor: Option<Line>,
     points: Vec<Line>,
     trees: Vec<Line>,
@@ -910,29 +855,35 @@ struct Report {
 }
 
 impl Report {
-    /// Prints `KIND NAME n=.. [note] small_p50_UNIT=.. small_p99_UNIT=.. large_p50_UNIT=..
-    /// large_p99_UNIT=.. ratio=..`.
+    fn new(engine: Engine) -> Report {
+        Report {
+            engine,
+            floor: None,
+            points: Vec::new(),
+            trees: Vec::new(),
+            open: None,
+            verify: None,
+            verify_from: None,
+            clis: Vec::new(),
+            peaks: Vec::new(),
+        }
+    }
+
+    /// Prints `KIND ENGINE NAME n=.. [note] small_p50_UNIT=.. small_p99_UNIT=..
+    /// large_p50_UNIT=.. large_p99_UNIT=.. ratio=..`.
     fn line(&self, kind: &str, m: Measured) -> Line {
         self.line_against(kind, m, None)
     }
 
     /// [`Report::line`], with `vs_floor` when the floor's ratio is given.
     fn line_against(&self, kind: &str, m: Measured, floor: Option<f64>) -> Line {
-        let unit = if m.millis { "ms" } else { "us" };
         let ratio = m.ratio();
         let vs_floor = floor.map(|f| ratio / f);
-        let mut text = format!("{kind} {} n={}", m.name, m.times[0].len());
-        if !m.note.is_empty() {
-            text += &format!(" {}", m.note);
-        }
-        for (side, name) in [(0, "small"), (1, "large")] {
-            text += &format!(
-                " {name}_p50_{unit}={:.2} {name}_p99_{unit}={:.2}",
-                m.p(side, 50.0),
-                m.p(side, 99.0)
-            );
-        }
-        text += &format!(" ratio={ratio:.2}");
+        let mut text = format!(
+            "{kind} {} {}",
+            self.engine.name(),
+            m.fields(["small", "large"])
+        );
         if let Some(v) = vs_floor {
             text += &format!(" vs_floor={v:.2}");
         }
@@ -964,17 +915,18 @@ impl Report {
     /// Full verify and a cascade of a whole trusted tree (1,000 sessions, the largest tree
     /// in the forest), each in a fresh process, on a fresh copy of the large ledger.
     fn peaks(&mut self, large_cache: &Path, dir: &Path) {
-        let db = dir.join("peak.db");
-        support::copy_ledger(large_cache, &db);
+        let place = Place::at_path(self.engine, &dir.join("peak.db"));
+        place.fill_from(large_cache);
         let mib = |kib: u64| kib as f64 / 1024.0;
         let root = Forest::root(0);
         for (name, what, id) in [
             ("verify_full", "verify", None),
             ("cascade_tree", "cascade", Some(root.as_str())),
         ] {
-            let p = peak(what, &db, id);
+            let p = peak(what, &place, id);
             println!(
-                "peak {name} count={} ms={:.1} after_open_mib={:.1} peak_mib={:.1}",
+                "peak {} {name} count={} ms={:.1} after_open_mib={:.1} peak_mib={:.1}",
+                self.engine.name(),
                 p.count,
                 p.ms,
                 mib(p.after_open_kib),
@@ -986,14 +938,15 @@ impl Report {
 
     /// One `target` line per scale target, met or not met; never a panic.
     fn summary(&self, large: usize) {
+        let engine = self.engine.name();
         println!(
-            "summary: the scale targets are for 1000000 sessions against 10000; this run \
-             had {large}"
+            "summary {engine}: the scale targets are for 1000000 sessions against 10000; this \
+             run had {large}"
         );
         let verdict = |met: bool| if met { "met" } else { "not met" };
         for line in &self.trees {
             println!(
-                "target {} ratio={:.2} <= 1.3 {}",
+                "target {engine} {} ratio={:.2} <= 1.3 {}",
                 line.name,
                 line.ratio,
                 verdict(line.ratio <= 1.3)
@@ -1002,7 +955,7 @@ impl Report {
         for line in &self.points {
             let vs_floor = line.vs_floor.unwrap_or(f64::INFINITY);
             println!(
-                "target {} ratio={:.2} <= 1.5 or vs_floor={:.2} <= 1.2 {}",
+                "target {engine} {} ratio={:.2} <= 1.5 or vs_floor={:.2} <= 1.2 {}",
                 line.name,
                 line.ratio,
                 vs_floor,
@@ -1011,14 +964,14 @@ impl Report {
         }
         if let Some(open) = &self.open {
             println!(
-                "target open large_p50_ms={:.2} <= 5 {}",
+                "target {engine} open large_p50_ms={:.2} <= 5 {}",
                 open.large_p50,
                 verdict(open.large_p50 <= 5.0)
             );
         }
         for line in &self.clis {
             println!(
-                "target cli_{} large_p50_ms={:.2} <= 30 {}",
+                "target {engine} cli_{} large_p50_ms={:.2} <= 30 {}",
                 line.name,
                 line.large_p50,
                 verdict(line.large_p50 <= 30.0)
@@ -1026,20 +979,20 @@ impl Report {
         }
         if let Some(verify) = &self.verify {
             println!(
-                "target verify_full large_p50_ms={:.1} (linear: compare rows_per_s on its line)",
+                "target {engine} verify_full large_p50_ms={:.1} (linear: compare rows_per_s on its line)",
                 verify.large_p50
             );
         }
         if let Some(from) = &self.verify_from {
             println!(
-                "target verify_from large_p50_ms={:.2} <= 50 {}",
+                "target {engine} verify_from large_p50_ms={:.2} <= 50 {}",
                 from.large_p50,
                 verdict(from.large_p50 <= 50.0)
             );
         }
         for (name, mib) in &self.peaks {
             println!(
-                "target peak_{name} peak_mib={mib:.1} <= 100 {}",
+                "target {engine} peak_{name} peak_mib={mib:.1} <= 100 {}",
                 verdict(*mib <= 100.0)
             );
         }

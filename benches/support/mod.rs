@@ -1,6 +1,8 @@
 //! Shared input building for the benches (`benches/*.rs`: the criterion benches, one operation
-//! each, and the scale bench); the research harness in `perf/` includes this file as well.
-//! Nothing here runs inside a timed closure.
+//! each, the scale bench and the engines bench); the research harness in `perf/` includes this
+//! file as well. Nothing here runs inside a timed closure, but for [`timed`] and
+//! [`interleaved`] (`measure.rs`), which time it. Where a ledger lives, a SQLite file or a
+//! PostgreSQL schema, is `engine.rs`'s [`Place`].
 //!
 //! Inputs are built through a second [`Ledger`] handle on the same file, opened with
 //! [`builder_config`]: `synchronous=NORMAL` and every creation bound lifted. The calls being
@@ -16,11 +18,18 @@
 
 #![allow(dead_code)] // each bench uses a different part
 
+mod engine;
+mod measure;
+
+pub use engine::*;
+#[allow(unused_imports)] // the benches that compare two sides in one run use it
+pub use measure::*;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
-use session_ledger::{Config, Ledger, Synchronous};
+use session_ledger::{Config, Ledger, PostureLevel, Synchronous};
 
 /// The actor of every bench call.
 pub const ACTOR: &str = "bench";
@@ -109,7 +118,7 @@ pub fn trusted_materialized_tree(path: &Path, n: usize) -> Vec<String> {
     let builder = builder(path);
     builder.create_root("root", ACTOR).expect("root");
     builder
-        .grant("root", session_ledger::PostureLevel::Trust, ACTOR)
+        .grant("root", PostureLevel::Trust, ACTOR)
         .expect("grant");
     let ids = grow_tree(&builder, "root", n, 10);
     materialize_all(&builder, &ids);
@@ -119,29 +128,36 @@ pub fn trusted_materialized_tree(path: &Path, n: usize) -> Vec<String> {
 }
 
 /// A base tree for benches whose every iteration needs a fresh session: a root `root` and
-/// `n` sessions below it (fan-out 10) built through the building handle and checkpointed.
+/// `n` sessions below it (fan-out 10), built as [`Place::built`] builds, and a building handle
+/// on the place for the fresh sessions.
 pub struct FreshSessions {
-    path: PathBuf,
     builder: Ledger,
     parents: Vec<String>,
     prefix: &'static str,
     made: usize,
+    place: Place,
 }
 
 impl FreshSessions {
-    /// Builds the base tree at `path`; fresh sessions are named `<prefix><n>`.
-    pub fn new(path: &Path, n: usize, prefix: &'static str) -> FreshSessions {
-        let builder = builder(path);
-        builder.create_root("root", ACTOR).expect("root");
-        let parents = grow_tree(&builder, "root", n, 10);
-        checkpoint(path);
+    /// Builds the base tree on `engine`; fresh sessions are named `<prefix><n>`.
+    pub fn new(engine: Engine, n: usize, prefix: &'static str) -> FreshSessions {
+        let (place, parents) = Place::built(engine, |path| {
+            let builder = builder(path);
+            builder.create_root("root", ACTOR).expect("root");
+            grow_tree(&builder, "root", n, 10)
+        });
         FreshSessions {
-            path: path.to_path_buf(),
-            builder,
+            builder: place.builder(),
             parents,
             prefix,
             made: 0,
+            place,
         }
+    }
+
+    /// Where the ledger is: open the measured handle here.
+    pub fn place(&self) -> &Place {
+        &self.place
     }
 
     /// The building handle, for setup a bench adds to a fresh session.
@@ -149,8 +165,8 @@ impl FreshSessions {
         &self.builder
     }
 
-    /// A new live child of a base session (round-robin), not materialized, with the WAL
-    /// synced (see [`flush_wal`]).
+    /// A new live child of a base session (round-robin), not materialized, with the setup's
+    /// writes on disk ([`Place::flush`]).
     pub fn next(&mut self) -> String {
         let id = format!("{}{}", self.prefix, self.made);
         let parent = &self.parents[self.made % self.parents.len()];
@@ -158,9 +174,67 @@ impl FreshSessions {
             .create_child(&id, parent, ACTOR)
             .expect("create a fresh session");
         self.made += 1;
-        flush_wal(&self.path);
+        self.place.flush();
         id
     }
+}
+
+/// Hands out (creator, new child id) pairs for creates that inherit `trust`: each creator is a
+/// new child of the trusted `conductor`, made through the building handle (not timed) when the
+/// one before has `per_creator` children, so that a measured handle with the default `Config`
+/// never meets the creation bounds (50 live children, 200 a minute, per creator).
+pub struct TrustedCreators<'a> {
+    builder: &'a Ledger,
+    place: &'a Place,
+    conductor: &'a str,
+    per_creator: usize,
+    made: usize,
+    creator: String,
+}
+
+impl<'a> TrustedCreators<'a> {
+    /// Creators below `conductor`, which must hold `trust`, on `place` through `builder`.
+    pub fn new(builder: &'a Ledger, place: &'a Place, conductor: &'a str) -> TrustedCreators<'a> {
+        TrustedCreators {
+            builder,
+            place,
+            conductor,
+            per_creator: Config::default().max_live_children as usize,
+            made: 0,
+            creator: String::new(),
+        }
+    }
+
+    /// The next (creator, child) pair; the child does not exist yet.
+    pub fn next(&mut self) -> (String, String) {
+        if self.made % self.per_creator == 0 {
+            self.creator = format!("creator{}", self.made / self.per_creator);
+            let created = self
+                .builder
+                .create_child(&self.creator, self.conductor, ACTOR)
+                .expect("create a creator");
+            assert!(created.inherited_trust);
+            self.place.flush();
+        }
+        let child = format!("{}.w{}", self.creator, self.made % self.per_creator);
+        self.made += 1;
+        (self.creator.clone(), child)
+    }
+}
+
+/// The input of every timed cascade: a new ledger at `path` whose trusted root `root` has
+/// passed `trust` to `n - 1` descendants (fan-out 10, built breadth-first, [`grow_tree`]),
+/// checkpointed so that a copy of the main file is the whole ledger. A cascade of `root`
+/// revokes exactly `n` postures.
+pub fn cascade_template(path: &Path, n: usize) {
+    let ledger = builder(path);
+    ledger.create_root("root", ACTOR).expect("root");
+    ledger
+        .grant("root", PostureLevel::Trust, ACTOR)
+        .expect("grant");
+    grow_tree(&ledger, "root", n - 1, 10);
+    drop(ledger);
+    checkpoint(path);
 }
 
 /// A plain connection (creating the file if it is missing) in WAL mode with the ledger's
@@ -349,7 +423,7 @@ impl Forest {
             builder.create_root(&root, ACTOR).expect("root");
             if Forest::trusted(t) {
                 builder
-                    .grant(&root, session_ledger::PostureLevel::Trust, ACTOR)
+                    .grant(&root, PostureLevel::Trust, ACTOR)
                     .expect("grant");
             }
             let below = grow_tree(&builder, &root, TREE_SESSIONS - 1, TREE_FANOUT);

@@ -9,8 +9,6 @@ mod product;
 
 pub use product::*;
 
-use std::path::Path;
-
 use session_ledger::{Ledger, PostureLevel};
 
 /// Roots `creator000` to `creator099`, each granted `trust`: creators whose children inherit it.
@@ -22,20 +20,6 @@ pub fn trusted_creators(ledger: &Ledger) {
             .grant(&creator, PostureLevel::Trust, ACTOR)
             .expect("grant");
     }
-}
-
-/// A ledger whose trusted root `root` has passed trust to `n - 1` descendants (fan-out 10,
-/// built breadth-first, [`grow_tree`]), checkpointed so that a copy of the main file is the
-/// whole ledger: the input of every cascade the harness times.
-pub fn cascade_template(path: &Path, n: usize) {
-    let ledger = builder(path);
-    ledger.create_root("root", ACTOR).expect("root");
-    ledger
-        .grant("root", PostureLevel::Trust, ACTOR)
-        .expect("grant");
-    grow_tree(&ledger, "root", n - 1, 10);
-    drop(ledger);
-    checkpoint(path);
 }
 
 /// The subtree of `:root`, walked as the ledger walks it, for statements on a ledger's file.

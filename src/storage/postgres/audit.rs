@@ -197,21 +197,99 @@ pub(super) const APPEND: &str =
     "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
+/// Appends many rows, one from each position of the arrays, in the arrays' order. A row
+/// trigger sees the rows the same statement inserted before its own, so the chain's trigger
+/// checks each row against the one before it, as when they come one statement each.
+pub(super) const APPEND_MANY: &str =
+    "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+     SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash
+       FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
+                   $6::text[], $7::text[], $8::text[])
+            WITH ORDINALITY AS u (seq, at, actor, kind, session_id, detail, prev_hash, hash, n)
+      ORDER BY n";
+
+/// An appended row the transaction holds until it writes it (see the module comment of
+/// `postgres`).
+pub(super) struct Appended {
+    seq: i64,
+    at: Time,
+    actor: String,
+    kind: &'static str,
+    session: Option<String>,
+    detail: String,
+    prev_hash: String,
+    hash: String,
+}
+
+impl Conn<'_> {
+    /// Writes the audit rows appended and not written yet: one with [`APPEND`], more with
+    /// [`APPEND_MANY`].
+    pub(super) fn write_appended(&mut self) -> Result<()> {
+        let rows = std::mem::take(&mut self.appended);
+        let written = match rows.as_slice() {
+            [] => return Ok(()),
+            [row] => self.execute_now(
+                APPEND,
+                &[
+                    &row.seq,
+                    &row.at,
+                    &row.actor,
+                    &row.kind,
+                    &row.session,
+                    &row.detail,
+                    &row.prev_hash,
+                    &row.hash,
+                ],
+            )?,
+            rows => {
+                let column = |f: fn(&Appended) -> &str| rows.iter().map(f).collect::<Vec<_>>();
+                let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+                let ats: Vec<Time> = rows.iter().map(|r| r.at).collect();
+                let sessions: Vec<Option<&str>> =
+                    rows.iter().map(|r| r.session.as_deref()).collect();
+                self.execute_now(
+                    APPEND_MANY,
+                    &[
+                        &seqs,
+                        &ats,
+                        &column(|r| &r.actor),
+                        &column(|r| r.kind),
+                        &sessions,
+                        &column(|r| &r.detail),
+                        &column(|r| &r.prev_hash),
+                        &column(|r| &r.hash),
+                    ],
+                )?
+            }
+        };
+        if written != rows.len() as u64 {
+            return Err(Corruption::new(format!(
+                "{written} of {} appended audit rows were written",
+                rows.len()
+            ))
+            .into());
+        }
+        Ok(())
+    }
+}
+
 impl AuditWrites for Tx<'_> {
+    /// Holds the row for the transaction to write with others (see the module comment of
+    /// `postgres`); writes the rows held once there are `APPEND_BATCH` of them.
     fn append_audit(&mut self, row: &NewAuditRow<'_>) -> Result<()> {
-        self.read.execute(
-            APPEND,
-            &[
-                &row.seq,
-                &row.at,
-                &row.actor,
-                &row.kind.as_str(),
-                &row.session,
-                &row.detail,
-                &row.prev_hash,
-                &row.hash,
-            ],
-        )?;
+        self.read.appended.push(Appended {
+            seq: row.seq,
+            at: row.at,
+            actor: row.actor.to_owned(),
+            kind: row.kind.as_str(),
+            session: row.session.map(str::to_owned),
+            detail: row.detail.to_owned(),
+            prev_hash: row.prev_hash.to_owned(),
+            hash: row.hash.to_owned(),
+        });
+        if self.read.appended.len() >= super::APPEND_BATCH {
+            self.read.write_appended()?;
+        }
         Ok(())
     }
 }

@@ -32,12 +32,16 @@ pub(super) const DECISION_FACTS: &str = concat!(
       WHERE s.id = $1"
 );
 
-/// The subtree of a session with each session's posture row, ordered by id.
+/// The subtree of a session with each session's posture row, ordered by id. Each posture row
+/// is found by its primary key, joined `LATERAL` with `OFFSET 0` so that no plan but a nested
+/// loop of key searches exists (see `sessions::TREE`, whose join this is).
 pub(super) const SUBTREE_WITH_POSTURES: &str = concat!(
     subtree_walk!("id = $1"),
     "SELECT subtree.id, subtree.created_by, subtree.depth, subtree.ended_at, ",
     posture_columns!(),
-    "  FROM subtree LEFT JOIN postures AS p ON p.session_id = subtree.id
+    "  FROM subtree
+       LEFT JOIN LATERAL (SELECT * FROM postures WHERE session_id = subtree.id OFFSET 0) AS p
+              ON true
       ORDER BY subtree.id"
 );
 

@@ -68,28 +68,42 @@ pub(super) const SUBTREE: &str = concat!(
 );
 
 /// A tree view's columns after the [`subtree_walk!`]: the session, its label and its posture
-/// row, each found by primary key, in the order recorded.
+/// row, joined as `$joins` says, in the order recorded.
 macro_rules! tree_view {
-    ($anchor:literal) => {
+    ($anchor:literal, $joins:literal) => {
         concat!(
             subtree_walk!($anchor),
             "SELECT ",
             session_columns!(),
             ", l.taint, l.untrusted, ",
             posture_columns!(),
-            "  FROM subtree AS s
-               LEFT JOIN labels AS l ON l.session_id = s.id
-               LEFT JOIN postures AS p ON p.session_id = s.id
-              ORDER BY s.seq"
+            "  FROM subtree AS s ",
+            $joins,
+            " ORDER BY s.seq"
         )
     };
 }
 
-/// The subtree of a session for a tree view, in one statement (one snapshot).
-pub(super) const TREE: &str = tree_view!("id = $1");
+/// The subtree of a session for a tree view, in one statement (one snapshot). Each session's
+/// label and posture row is found by its primary key: each is joined `LATERAL` with
+/// `OFFSET 0`, which PostgreSQL never flattens into a plain join, so a nested loop of key
+/// searches is the only plan. The planner guesses any recursive walk at 1,001 rows, and with
+/// plain joins it hashed the whole `labels` and `postures` tables instead of searching them
+/// 1,001 times, once they were larger than that: a tree view of 111 sessions read every label
+/// and posture of a 100,000-session ledger.
+pub(super) const TREE: &str = tree_view!(
+    "id = $1",
+    "LEFT JOIN LATERAL (SELECT * FROM labels WHERE session_id = s.id OFFSET 0) AS l ON true
+     LEFT JOIN LATERAL (SELECT * FROM postures WHERE session_id = s.id OFFSET 0) AS p ON true"
+);
 
-/// Every root's subtree for a tree view: the whole ledger, in one statement.
-pub(super) const FOREST: &str = tree_view!("created_by IS NULL");
+/// Every root's subtree for a tree view: the whole ledger, in one statement. It reads every
+/// row of the three tables, so the planner may hash them.
+pub(super) const FOREST: &str = tree_view!(
+    "created_by IS NULL",
+    "LEFT JOIN labels AS l ON l.session_id = s.id
+     LEFT JOIN postures AS p ON p.session_id = s.id"
+);
 
 /// What the creation bounds count about a creator's created children: how many are live (the
 /// partial index `sessions_live_children` holds only those), and how many were created at or

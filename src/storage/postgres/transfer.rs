@@ -37,6 +37,7 @@ impl ExportReads for Conn<'_> {
             table.key()
         );
         let none = std::iter::empty::<&(dyn ToSql + Sync)>();
+        self.write_appended()?;
         let mut rows = match &mut self.on {
             On::Client(client) => client.query_raw(sql.as_str(), none)?,
             On::Transaction(tx) => tx.query_raw(sql.as_str(), none)?,
@@ -207,6 +208,7 @@ impl Import for Tx<'_> {
             arrays = arrays_in.join(", "),
         );
         let params: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|a| a.as_ref()).collect();
+        self.read.write_appended()?;
         let On::Transaction(tx) = &mut self.read.on else {
             return Err(Corruption::new("an import ran outside its transaction").into());
         };
