@@ -1,0 +1,120 @@
+"""session-ledger for Python: a ledger of agent sessions, in-process.
+
+A conductor session dispatches workers; a worker may dispatch more, or spawn sub-agents. The
+ledger records who created whom, so that labels (taint) and trust postures follow the dispatch
+tree, a revocation reaches every descendant in one statement, and every change is in a
+hash-chained audit trail. It runs on a SQLite file or a PostgreSQL database.
+
+This package is a thin layer over the Rust library: ``Ledger`` and the result classes come from
+the private extension module ``session_ledger._session_ledger``, and every call releases the
+GIL while the ledger works, so one ``Ledger`` serves many threads (and ``asyncio`` through
+``asyncio.to_thread``). docs/python.md has the guide; the types are in ``__init__.pyi``.
+
+    >>> import session_ledger
+    >>> with session_ledger.Ledger(path) as ledger:            # doctest: +SKIP
+    ...     ledger.create_root("conductor", actor="alice")
+    ...     ledger.grant("conductor", "trust", actor="alice")
+    ...     ledger.create_child("worker-1", creator="conductor", actor="alice").inherited_trust
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from ._errors import (
+    Conflict,
+    CorruptionError,
+    CreationRefused,
+    InvalidInput,
+    LedgerError,
+    StalePreview,
+    StorageError,
+    UnknownSession,
+)
+from ._session_ledger import (
+    SCHEMA_VERSION,
+    AuditEntry,
+    AuditHead,
+    Created,
+    Decision,
+    EpochStart,
+    Explanation,
+    Label,
+    Ledger,
+    Posture,
+    RaiseOutcome,
+    Revocation,
+    Scope,
+    Session,
+    SessionState,
+    TreeNode,
+    Verification,
+    __version__,
+)
+
+# The words that cross the boundary, for annotating code that passes them on.
+Taint = Literal["public", "private", "secret"]
+PostureLevel = Literal["trust", "trust_reads"]
+Propagation = Literal["local", "cascade", "preview"]
+AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
+Origin = Literal["root", "created", "spawned"]
+Reason = Literal[
+    "trust",
+    "trust_reads",
+    "pattern",
+    "scope",
+    "unknown_session",
+    "session_ended",
+    "nothing",
+    "other",
+]
+
+
+class CreationRate(NamedTuple):
+    """The creation-rate bound: at most ``max_creations`` sessions created by one creator
+    within any ``per_seconds`` seconds (the library's default is 200 per 60 seconds).
+
+    Pass it as ``Ledger(path, creation_rate=CreationRate(200, 60.0))``; a plain tuple
+    ``(200, 60.0)`` is the same.
+    """
+
+    max_creations: int
+    per_seconds: float
+
+
+__all__ = [
+    "__version__",
+    "SCHEMA_VERSION",
+    "Ledger",
+    "CreationRate",
+    "Taint",
+    "PostureLevel",
+    "Propagation",
+    "AdmittedBy",
+    "Origin",
+    "Reason",
+    "AuditEntry",
+    "AuditHead",
+    "Created",
+    "Decision",
+    "EpochStart",
+    "Explanation",
+    "Label",
+    "Posture",
+    "RaiseOutcome",
+    "Revocation",
+    "Scope",
+    "Session",
+    "SessionState",
+    "TreeNode",
+    "Verification",
+    "LedgerError",
+    "InvalidInput",
+    "Conflict",
+    "UnknownSession",
+    "StalePreview",
+    "CreationRefused",
+    "StorageError",
+    "CorruptionError",
+]

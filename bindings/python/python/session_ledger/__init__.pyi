@@ -1,0 +1,697 @@
+"""session-ledger for Python: a ledger of agent sessions, in-process.
+
+The types of the ``session_ledger`` package, written by hand (the classes are defined in Rust).
+docs/python.md is the guide. Words used throughout:
+
+- a **root** is a session with no creator; its depth is 0, every other session's is its
+  creator's + 1. A **created child** is made by ``create_child``; a **spawned child** has an id
+  ``sub-<parent>-<n>`` that the ledger never saw being made, and is recorded on first sight.
+- a **label** is a taint class (``"public"`` < ``"private"`` < ``"secret"``) and an
+  ``untrusted`` flag; labels only rise. A session is **materialized** once its label is written:
+  a child is not at birth, and its first read inherits its nearest materialized ancestor's.
+- a **posture** (``"trust"``, ``"trust_reads"``) follows a delegation: a child is born with its
+  creator's. A **grant** (command pattern, override scope) is judged for one session and never
+  passes on.
+
+Every ``actor`` is the name recorded in the audit trail: 1 to 64 characters from
+``[A-Za-z0-9._:@-]``. Ids are 1 to 128 characters from ``[A-Za-z0-9._:-]``, starting with a
+letter or digit.
+"""
+
+import os
+from datetime import datetime
+from typing import Any, Literal, NamedTuple, Optional, Sequence, Tuple, Type, Union, final
+from types import TracebackType
+
+from ._errors import (
+    Conflict as Conflict,
+    CorruptionError as CorruptionError,
+    CreationRefused as CreationRefused,
+    InvalidInput as InvalidInput,
+    LedgerError as LedgerError,
+    StalePreview as StalePreview,
+    StorageError as StorageError,
+    UnknownSession as UnknownSession,
+)
+
+__all__ = [
+    "__version__",
+    "SCHEMA_VERSION",
+    "Ledger",
+    "CreationRate",
+    "Taint",
+    "PostureLevel",
+    "Propagation",
+    "AdmittedBy",
+    "Origin",
+    "Reason",
+    "AuditEntry",
+    "AuditHead",
+    "Created",
+    "Decision",
+    "EpochStart",
+    "Explanation",
+    "Label",
+    "Posture",
+    "RaiseOutcome",
+    "Revocation",
+    "Scope",
+    "Session",
+    "SessionState",
+    "TreeNode",
+    "Verification",
+    "LedgerError",
+    "InvalidInput",
+    "Conflict",
+    "UnknownSession",
+    "StalePreview",
+    "CreationRefused",
+    "StorageError",
+    "CorruptionError",
+]
+
+__version__: str
+"""The package's version (the Rust crate's)."""
+
+SCHEMA_VERSION: int
+"""The newest SQLite schema version this build reads and writes."""
+
+Taint = Literal["public", "private", "secret"]
+PostureLevel = Literal["trust", "trust_reads"]
+Propagation = Literal["local", "cascade", "preview"]
+AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
+Origin = Literal["root", "created", "spawned"]
+Reason = Literal[
+    "trust",
+    "trust_reads",
+    "pattern",
+    "scope",
+    "unknown_session",
+    "session_ended",
+    "nothing",
+    "other",
+]
+
+class CreationRate(NamedTuple):
+    """The creation-rate bound: at most ``max_creations`` sessions created by one creator
+    within any ``per_seconds`` seconds (the library's default is 200 per 60 seconds).
+
+    ``CreationRate(200, 60.0)``; a plain tuple ``(200, 60.0)`` is the same.
+    """
+
+    max_creations: int
+    per_seconds: float
+
+@final
+class Created:
+    """A session just recorded by ``create_root`` or ``create_child``, and what it was born
+    with. A root inherits nothing; a child inherits its creator's posture as it stood when the
+    child was allocated (``trust_reads`` never widens to ``trust``)."""
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+    @property
+    def created_by(self) -> Optional[str]:
+        """Its creator; ``None`` for a root."""
+    @property
+    def depth(self) -> int:
+        """0 for a root, its creator's depth + 1 otherwise."""
+    @property
+    def inherited_trust(self) -> bool:
+        """It was born holding its creator's ``trust``."""
+    @property
+    def inherited_trust_reads(self) -> bool:
+        """It was born holding its creator's ``trust_reads``."""
+    @property
+    def created_at(self) -> datetime:
+        """When the ledger recorded it (aware, UTC)."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Session:
+    """A recorded session: its lineage and its lifetime."""
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+    @property
+    def created_by(self) -> Optional[str]:
+        """The session that created or spawned it; ``None`` for a root."""
+    @property
+    def depth(self) -> int:
+        """0 for a root, its creator's depth + 1 otherwise."""
+    @property
+    def origin(self) -> Origin:
+        """``"root"``, ``"created"`` (by ``create_child``) or ``"spawned"`` (a ``sub-<parent>-<n>``
+        id recorded on first sight)."""
+    @property
+    def created_at(self) -> datetime:
+        """When the ledger recorded it (aware, UTC)."""
+    @property
+    def ended_at(self) -> Optional[datetime]:
+        """When it ended; ``None`` while it is live."""
+    @property
+    def live(self) -> bool:
+        """True while it has not ended. An ended session stays as a tombstone; its id is
+        never reused."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class SessionState:
+    """A session's label and posture, as ``Ledger.state`` reads them."""
+
+    @property
+    def id(self) -> str:
+        """The session asked about."""
+    @property
+    def taint(self) -> Taint:
+        """Its taint class."""
+    @property
+    def untrusted(self) -> bool:
+        """Whether it has read untrusted data."""
+    @property
+    def trust(self) -> bool:
+        """It is live and holds ``trust`` in the current epoch."""
+    @property
+    def trust_reads(self) -> bool:
+        """It is live and holds ``trust_reads`` in the current epoch."""
+    @property
+    def known(self) -> bool:
+        """False when the ledger does not know the id at all: the label is the default
+        (``"private"``, trusted) and nothing was written."""
+    @property
+    def materialized(self) -> bool:
+        """Its label is stored. False for an unknown id, and on a read-only ledger for a
+        session whose first read would have recorded an inherited label (the label given is
+        that inherited one, not recorded)."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Label:
+    """A label: a taint class and the untrusted flag."""
+
+    @property
+    def taint(self) -> Taint:
+        """The taint class."""
+    @property
+    def untrusted(self) -> bool:
+        """The untrusted flag."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class RaiseOutcome:
+    """What ``raise_label`` did."""
+
+    @property
+    def id(self) -> str:
+        """The session raised."""
+    @property
+    def before(self) -> Label:
+        """Its label before (after any first-read inheritance)."""
+    @property
+    def after(self) -> Label:
+        """Its label after."""
+    @property
+    def changed(self) -> bool:
+        """False when the label already dominated the request: nothing was written."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Posture:
+    """A posture a session holds, with its provenance back to the operator's grant."""
+
+    @property
+    def session(self) -> str:
+        """The session holding it."""
+    @property
+    def level(self) -> PostureLevel:
+        """``"trust"`` or ``"trust_reads"``."""
+    @property
+    def source(self) -> Literal["granted", "inherited"]:
+        """Granted on this session, or inherited from its creator."""
+    @property
+    def granted_by(self) -> str:
+        """The operator whose grant it traces back to."""
+    @property
+    def granted_on(self) -> str:
+        """The session the operator granted it on."""
+    @property
+    def granted_at(self) -> datetime:
+        """When the operator granted it."""
+    @property
+    def inherited_from(self) -> Optional[str]:
+        """For an inherited posture, the creator it was copied from."""
+    @property
+    def chain(self) -> list[str]:
+        """The delegation chain: the session the operator granted it on first, this one last."""
+    @property
+    def epoch(self) -> int:
+        """The posture epoch it belongs to."""
+    @property
+    def current(self) -> bool:
+        """It counts now: it belongs to the current epoch."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Revocation:
+    """What a revocation changed, or, for a preview, would change."""
+
+    @property
+    def root(self) -> Optional[str]:
+        """The session it started from; ``None`` for ``revoke_all``."""
+    @property
+    def propagation(self) -> Literal["local", "cascade", "preview", "global"]:
+        """Which revocation it was."""
+    @property
+    def sessions(self) -> list[str]:
+        """The sessions whose posture changed (or would change), by depth then id."""
+    @property
+    def count(self) -> int:
+        """How many: the number to show the operator before a cascade."""
+    @property
+    def token(self) -> Optional[str]:
+        """For a preview, the token that binds a cascade to exactly this state."""
+    @property
+    def still_holding(self) -> list[str]:
+        """For a local revoke, the descendants still holding a posture inherited through the
+        session; empty otherwise."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class EpochStart:
+    """A new posture epoch."""
+
+    @property
+    def epoch(self) -> int:
+        """The new epoch."""
+    @property
+    def durable(self) -> bool:
+        """Whether postures were carried into it."""
+    @property
+    def lapsed(self) -> int:
+        """Postures of the previous epoch that stopped counting."""
+    @property
+    def carried(self) -> int:
+        """Postures of the previous epoch carried into this one."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Scope:
+    """An override scope on a session: a named grant that expires."""
+
+    @property
+    def session(self) -> str:
+        """The session."""
+    @property
+    def name(self) -> str:
+        """The scope's name."""
+    @property
+    def granted_by(self) -> str:
+        """Who granted it."""
+    @property
+    def granted_at(self) -> datetime:
+        """When."""
+    @property
+    def expires_at(self) -> datetime:
+        """When it stops admitting anything."""
+    @property
+    def revoked_at(self) -> Optional[datetime]:
+        """When it was revoked, if it was."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Decision:
+    """The answer of ``Ledger.decide``: approve or ask, and why."""
+
+    @property
+    def id(self) -> str:
+        """The session asked about."""
+    @property
+    def approved(self) -> bool:
+        """Run the command without asking; False: ask the operator."""
+    @property
+    def admitted_by(self) -> Optional[AdmittedBy]:
+        """What admitted the command: ``"trust"``, ``"trust_reads"``, ``"pattern"``,
+        ``"scope"``; ``None`` when the answer is ask."""
+    @property
+    def chain(self) -> list[str]:
+        """For a posture, the sessions from the one the operator granted it on down to this
+        one (just this one for a posture granted here); empty otherwise."""
+    @property
+    def reason(self) -> Reason:
+        """Why, in a word: what admitted it, or for an ask ``"unknown_session"``,
+        ``"session_ended"`` or ``"nothing"``."""
+    @property
+    def pattern(self) -> Optional[str]:
+        """The command pattern that admitted it (the first part's, for a line of several)."""
+    @property
+    def scope(self) -> Optional[str]:
+        """The override scope that admitted it."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class TreeNode:
+    """A session in a tree view: lineage, label and posture, read in one snapshot."""
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+    @property
+    def created_by(self) -> Optional[str]:
+        """Its creator; ``None`` for a root."""
+    @property
+    def depth(self) -> int:
+        """Its depth in the ledger (0 for a root)."""
+    @property
+    def relative_depth(self) -> int:
+        """Its depth below the session the tree was asked for (0 for that one)."""
+    @property
+    def taint(self) -> Taint:
+        """Its taint: stored, or the one its first read would give it."""
+    @property
+    def untrusted(self) -> bool:
+        """Its untrusted flag, as for ``taint``."""
+    @property
+    def materialized(self) -> bool:
+        """Its label is stored (False: ``taint`` and ``untrusted`` are inherited on read)."""
+    @property
+    def trust(self) -> bool:
+        """Its posture admits every command now."""
+    @property
+    def trust_reads(self) -> bool:
+        """Its posture admits read-only commands now."""
+    @property
+    def live(self) -> bool:
+        """It has not ended."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class AuditEntry:
+    """One row of the audit trail."""
+
+    @property
+    def seq(self) -> int:
+        """Its position in the trail, increasing."""
+    @property
+    def kind(self) -> str:
+        """What happened, as ``<subject>.<event>``: ``"session.create"``, ``"posture.revoke"``,
+        ... (docs/schema.md lists them)."""
+    @property
+    def session(self) -> Optional[str]:
+        """Which session it happened to."""
+    @property
+    def actor(self) -> str:
+        """Who made the change (``"ledger"`` for what the ledger did itself)."""
+    @property
+    def at(self) -> datetime:
+        """When (aware, UTC, whole milliseconds)."""
+    @property
+    def detail(self) -> dict[str, Any]:
+        """Everything else the row records, as a new ``dict`` on each access."""
+    @property
+    def prev_hash(self) -> str:
+        """The previous row's hash."""
+    @property
+    def hash(self) -> str:
+        """This row's hash."""
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class AuditHead:
+    """The head of the audit chain: the last row's ``seq`` and ``hash``. Keep it somewhere
+    else; ``str()`` gives ``SEQ:HASH``, which ``AuditHead.parse`` reads back."""
+
+    @property
+    def seq(self) -> int:
+        """The last row's sequence number (0 for an empty trail)."""
+    @property
+    def hash(self) -> str:
+        """Its hash."""
+    @staticmethod
+    def parse(text: str) -> AuditHead:
+        """Reads a head saved as ``SEQ:HASH``.
+
+        Raises ``InvalidInput`` (kind ``"invalid_head"``) for any other text."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Verification:
+    """The result of walking the audit chain. A chain that fails is a result, not an error."""
+
+    @property
+    def ok(self) -> bool:
+        """Every row verifies (and the saved head, if given, matches)."""
+    @property
+    def rows(self) -> int:
+        """How many rows were read and checked."""
+    @property
+    def head(self) -> AuditHead:
+        """The chain's head as found."""
+    @property
+    def first_bad_seq(self) -> Optional[int]:
+        """The first row that does not verify."""
+    @property
+    def problem(self) -> Optional[str]:
+        """What is wrong with it: ``"gap"``, ``"broken_link"``, ``"hash_mismatch"``,
+        ``"truncated"``, ``"head_mismatch"`` or ``"time_goes_back"``."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Explanation:
+    """Why a session holds what it holds, read in one snapshot."""
+
+    @property
+    def session(self) -> Session:
+        """The session's record."""
+    @property
+    def state(self) -> SessionState:
+        """Its label and posture now (read without materializing anything)."""
+    @property
+    def posture(self) -> Optional[Posture]:
+        """Its posture row, current or lapsed, with the chain back to the grant."""
+    @property
+    def grant(self) -> Optional[AuditEntry]:
+        """The audit row of the operator's grant its posture traces back to."""
+    @property
+    def patterns(self) -> list[str]:
+        """Its command patterns, oldest first."""
+    @property
+    def live_scopes(self) -> list[Scope]:
+        """Its override scopes that are live now."""
+    @property
+    def audit(self) -> list[AuditEntry]:
+        """Every audit row about it, oldest first."""
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class Ledger:
+    """An open ledger: a SQLite file, or a PostgreSQL database named by a ``postgres://`` URL.
+
+    One ``Ledger`` may be shared by any number of threads: every call releases the GIL while
+    the ledger works, and takes a pooled connection for as long as it runs. From ``asyncio``,
+    call it through ``asyncio.to_thread``. Use it as a context manager, or call ``close()``.
+
+    Every method that changes the ledger is one transaction, with its audit rows.
+    """
+
+    def __new__(
+        cls,
+        path_or_url: Union[str, "os.PathLike[str]"],
+        *,
+        max_depth: Optional[int] = None,
+        max_live_children: Optional[int] = None,
+        creation_rate: Optional[Tuple[int, float]] = None,
+        durable_postures: Optional[bool] = None,
+        read_only: bool = False,
+    ) -> "Ledger":
+        """Opens the ledger at ``path_or_url``, creating and migrating a SQLite file (or an
+        empty PostgreSQL schema) if needed.
+
+        ``max_depth`` (default 64), ``max_live_children`` per creator (default 50) and
+        ``creation_rate`` (a ``CreationRate(max_creations, per_seconds)``, default 200 per 60
+        seconds) bound creation; ``durable_postures`` carries postures into each new epoch
+        (default False). ``read_only`` opens for reading only: every write raises
+        ``StorageError`` (kind ``"read_only"``).
+
+        Raises ``StorageError`` when there is something else there, a newer ledger, or the
+        database cannot be reached; ``InvalidInput`` for a setting out of range."""
+    def close(self) -> None:
+        """Closes the ledger and releases its connections; a call under way in another thread
+        finishes first. Later calls raise ``LedgerError`` with kind ``"closed"``. Closing twice
+        does nothing."""
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` was called."""
+    @property
+    def location(self) -> str:
+        """Where the ledger is: its file, or its server and database (never with a password)."""
+    def __enter__(self) -> "Ledger": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
+    def create_root(self, id: str, *, actor: str) -> Created:
+        """Records a root session: no creator, depth 0, the default label (``"private"``,
+        trusted), no posture.
+
+        Raises ``InvalidInput`` for a malformed id (the spawned form ``sub-<parent>-<n>`` is
+        reserved) or actor; ``Conflict`` (kind ``"session_exists"``) when the id is or was in
+        use."""
+    def create_child(self, id: str, *, creator: str, actor: str) -> Created:
+        """Records a session created by the live session ``creator``, born with the creator's
+        posture as it stands now, read in the same transaction (``inherited_trust``,
+        ``inherited_trust_reads``). Its label is inherited on its first read.
+
+        Raises ``UnknownSession`` for an unknown creator; ``Conflict`` when the creator has
+        ended (kind ``"session_ended"``) or the id was used; ``CreationRefused`` when a bound
+        refuses it (the refusal is audited, nothing is created)."""
+    def state(self, id: str) -> SessionState:
+        """The session's label and posture. A child's first read inherits the label of its
+        nearest materialized ancestor and records it; a spawned id ``sub-<parent>-<n>`` of a
+        known session is recorded first, through any missing middle. An unknown plain id reads
+        as the default with ``known`` False, and writes nothing.
+
+        Raises ``InvalidInput`` for a malformed id."""
+    def raise_label(
+        self, id: str, *, taint: Optional[Taint] = None, untrusted: bool = False, actor: str
+    ) -> RaiseOutcome:
+        """Raises the session's label: the higher taint class, the flag ORed. An unmaterialized
+        session inherits first. Nothing lowers a label.
+
+        Raises ``InvalidInput`` when neither ``taint`` nor ``untrusted`` is given, or for an
+        unknown taint word; ``UnknownSession``."""
+    def end(self, id: str, *, actor: str) -> Session:
+        """Ends a live session and its spawned sub-agents (created children stay live). It
+        stays as a tombstone: it can no longer create, and every decision for it asks.
+
+        Raises ``UnknownSession``; ``Conflict`` (kind ``"session_ended"``)."""
+    def session(self, id: str) -> Optional[Session]:
+        """The recorded session with this id, or ``None``."""
+    def ancestors(self, id: str) -> list[Session]:
+        """The creators of ``id``, nearest first, ending with its root. Raises
+        ``UnknownSession``."""
+    def children(self, id: str) -> list[Session]:
+        """The sessions ``id`` created or spawned, oldest first. Raises ``UnknownSession``."""
+    def tree(self, id: str) -> list[TreeNode]:
+        """The subtree of ``id`` (itself first), depth-first, children oldest first, with each
+        session's label and posture. One snapshot; writes nothing. Raises ``UnknownSession``."""
+    def forest(self) -> list[TreeNode]:
+        """Every session, as each root's tree in the order the roots were opened."""
+    def grant(self, id: str, level: PostureLevel, *, actor: str) -> Posture:
+        """An operator grants ``"trust"`` or ``"trust_reads"`` on a live session, replacing
+        any posture it held, in the current epoch. Children created from now on are born
+        with it.
+
+        Raises ``InvalidInput`` for another level; ``UnknownSession``; ``Conflict``."""
+    def posture(self, id: str) -> Optional[Posture]:
+        """The posture row of a session, current or lapsed, or ``None``."""
+    def revoke(
+        self, id: str, propagation: Propagation, *, actor: str, token: Optional[str] = None
+    ) -> Revocation:
+        """Revokes postures from ``id``; ``propagation`` has no default:
+
+        - ``"local"``: this session's only; ``still_holding`` lists the descendants that hold
+          a posture inherited through it;
+        - ``"cascade"``: this session's and every descendant's, created or spawned, in one
+          statement. With the ``token`` of a preview it applies only if nothing in the subtree
+          changed since, else raises ``StalePreview`` and changes nothing;
+        - ``"preview"``: changes nothing; ``sessions`` and ``count`` are exactly who a cascade
+          would change, ``token`` binds a cascade to that.
+
+        Raises ``InvalidInput`` for another word, or a token with anything but ``"cascade"``;
+        ``UnknownSession``; ``StalePreview``."""
+    def revoke_all(self, *, actor: str) -> Revocation:
+        """Removes every session's posture, in one statement (the global trust button)."""
+    def start_epoch(self, *, actor: str, durable: Optional[bool] = None) -> EpochStart:
+        """Starts a new posture epoch: the backend calls it when it boots, so that trust does
+        not outlive the process that gave it. Postures of the previous epoch stop counting,
+        unless ``durable`` (default: the ledger's ``durable_postures``) carries them over.
+        Opening a ledger never starts one; with several nodes on one PostgreSQL ledger, call
+        it once per full restart of the deployment."""
+    def current_epoch(self) -> int:
+        """The current posture epoch (0 until the first is started)."""
+    def add_pattern(
+        self,
+        id: str,
+        pattern: str,
+        *,
+        actor: str,
+        must_match: Sequence[str] = ...,
+        must_not_match: Sequence[str] = ...,
+    ) -> bool:
+        """Allows a command pattern for one live session (never inherited). With examples,
+        first checks that the pattern matches each of ``must_match`` and none of
+        ``must_not_match``. Returns False, writing nothing, when the session already had it.
+
+        Raises ``InvalidInput`` for a malformed pattern or an example that disagrees;
+        ``UnknownSession``; ``Conflict``."""
+    def remove_pattern(self, id: str, pattern: str, *, actor: str) -> None:
+        """Removes a command pattern from a session. Raises ``Conflict`` (kind
+        ``"unknown_pattern"``) when it has none such."""
+    def patterns(self, id: str) -> list[str]:
+        """The command patterns on a session, oldest first."""
+    def grant_scope(self, id: str, name: str, *, ttl_seconds: float, actor: str) -> Scope:
+        """Grants an override scope named ``name`` on a live session for ``ttl_seconds``
+        (more than 0, at most 366 days), replacing any scope of that name. Never inherited,
+        never turned into a posture.
+
+        Raises ``InvalidInput`` for a malformed name or TTL; ``UnknownSession``; ``Conflict``."""
+    def revoke_scope(self, id: str, name: str, *, actor: str) -> None:
+        """Revokes a live override scope before it expires. Raises ``Conflict`` (kind
+        ``"unknown_scope"``) when it has no live scope of that name."""
+    def scopes(self, id: str) -> list[Scope]:
+        """The override scopes on a session, live or not, oldest first."""
+    def decide(self, id: str, command: str, *, read_only: bool = False) -> Decision:
+        """May ``id`` run ``command`` now? The call made on every tool approval. An ended or
+        unknown session asks; ``trust`` approves; ``trust_reads`` approves a command the caller
+        classified as ``read_only``; command patterns approve a line whose every simple command
+        one of them admits; a live scope approves; otherwise ask. Reads only (a spawned id seen
+        for the first time is recorded first).
+
+        Raises ``InvalidInput`` for a malformed id or an empty command."""
+    def explain(self, id: str) -> Explanation:
+        """Why ``id`` holds what it holds: label, posture and the grant it traces back to,
+        grants, and its audit rows, in one snapshot. Raises ``UnknownSession``."""
+    def audit(
+        self,
+        *,
+        session: Optional[str] = None,
+        kind: Optional[str] = None,
+        limit: Optional[int] = None,
+        subtree: Optional[str] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        before: Optional[int] = None,
+    ) -> list[AuditEntry]:
+        """Audit rows, oldest first, in one snapshot: only about ``session`` (or any session in
+        ``subtree``), only of ``kind`` (like ``"posture.revoke"``), only at or after ``since``
+        and before ``until`` (aware datetimes), only with ``seq`` below ``before``, and only the
+        newest ``limit`` of those.
+
+        Raises ``InvalidInput`` for an unknown kind or a malformed id; ``CorruptionError`` for
+        a row the library cannot read back."""
+    def audit_head(self) -> AuditHead:
+        """The head of the audit chain, to keep somewhere else for ``verify_from``."""
+    def verify(self, saved: Optional[AuditHead] = None) -> Verification:
+        """Walks the whole audit chain for the first row that does not verify; with a saved
+        head, also detects rows removed from the end since. Raises ``CorruptionError`` when
+        the ledger's record of the trail's time order was removed by hand."""
+    def verify_from(self, saved: AuditHead) -> Verification:
+        """Verifies only the rows written since ``saved`` (a head from ``audit_head``): that its
+        row is unchanged, then the chain from it to the newest row."""

@@ -1,0 +1,505 @@
+//! `session_ledger.Ledger`: the library's `Ledger`, called with the GIL released.
+//!
+//! Each method converts its Python arguments to Rust values, takes a reference to the open
+//! ledger, releases the GIL for the whole library call (`Python::detach`), and converts the
+//! answer or the error back. It checks nothing the library checks and decides nothing: a
+//! value it cannot hand over at all (a negative count) is the only error it makes itself.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use session_ledger as sl;
+use sl::{AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise, Taint};
+
+use crate::errors::{self, Class};
+use crate::values::{
+    AuditEntry, AuditHead, Created, Decision, EpochStart, Explanation, Posture, RaiseOutcome,
+    Revocation, Scope, Session, SessionState, TreeNode, Verification,
+};
+
+/// An open ledger: a SQLite file or a PostgreSQL database. Safe to share between threads;
+/// every call releases the GIL while the ledger works.
+#[pyclass(module = "session_ledger", name = "Ledger", frozen)]
+pub struct PyLedger {
+    /// The open ledger; `None` once closed. Each call clones the `Arc` and releases the lock
+    /// before it releases the GIL, so a `close()` never waits for a call, and a call under
+    /// way finishes on the ledger it started with.
+    inner: Mutex<Option<Arc<Ledger>>>,
+    /// Where it is, for `repr` and errors (never with a password).
+    location: String,
+}
+
+/// A whole number from Python, as a `u32`.
+fn to_u32(py: Python<'_>, name: &str, kind: &str, value: i64) -> PyResult<u32> {
+    u32::try_from(value).map_err(|_| {
+        errors::invalid(
+            py,
+            kind,
+            format!(
+                "{name} must be a whole number from 0 to {}, not {value}",
+                u32::MAX
+            ),
+        )
+    })
+}
+
+/// A number of seconds from Python, as a `Duration`.
+fn to_duration(py: Python<'_>, name: &str, kind: &str, seconds: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(seconds).map_err(|_| {
+        errors::invalid(
+            py,
+            kind,
+            format!("{name} must be a finite, non-negative number of seconds, not {seconds}"),
+        )
+    })
+}
+
+/// The settings the constructor's keywords name, over the library's defaults.
+fn config(
+    py: Python<'_>,
+    max_depth: Option<i64>,
+    max_live_children: Option<i64>,
+    creation_rate: Option<&Bound<'_, PyAny>>,
+    durable_postures: Option<bool>,
+    read_only: bool,
+) -> PyResult<Config> {
+    let mut config = Config::default().read_only(read_only);
+    if let Some(depth) = max_depth {
+        config = config.max_depth(to_u32(py, "max_depth", "invalid_config", depth)?);
+    }
+    if let Some(n) = max_live_children {
+        config = config.max_live_children(to_u32(py, "max_live_children", "invalid_config", n)?);
+    }
+    if let Some(rate) = creation_rate {
+        let (count, seconds): (i64, f64) = rate.extract().map_err(|_| {
+            errors::invalid(
+                py,
+                "invalid_config",
+                format!(
+                    "creation_rate must be (max_creations, per_seconds), like (200, 60.0), not {}",
+                    rate.repr().map(|r| r.to_string()).unwrap_or_default()
+                ),
+            )
+        })?;
+        let count = to_u32(py, "creation_rate's max_creations", "invalid_config", count)?;
+        let window = to_duration(py, "creation_rate's per_seconds", "invalid_config", seconds)?;
+        config = config.creation_rate(count, window);
+    }
+    if let Some(durable) = durable_postures {
+        config = config.durable_postures(durable);
+    }
+    Ok(config)
+}
+
+impl PyLedger {
+    /// The open ledger, or the error that says it was closed.
+    pub(crate) fn open_ledger(&self, py: Python<'_>) -> PyResult<Arc<Ledger>> {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.clone().ok_or_else(|| {
+            errors::raise(
+                py,
+                Class::LedgerError,
+                format!("the ledger at {} is closed", self.location),
+                "closed",
+                None,
+            )
+        })
+    }
+
+    /// Runs `f` on the ledger with the GIL released, and raises its error as an exception.
+    fn call<T, F>(&self, py: Python<'_>, f: F) -> PyResult<T>
+    where
+        T: Send,
+        F: FnOnce(&Ledger) -> sl::Result<T> + Send,
+    {
+        let ledger = self.open_ledger(py)?;
+        // The `Arc` is dropped inside too: after a concurrent `close()` this call may hold the
+        // last reference, and closing the pool waits for its connections.
+        py.detach(move || f(&ledger))
+            .map_err(|e| errors::to_py(py, e))
+    }
+}
+
+#[pymethods]
+impl PyLedger {
+    /// Opens (creating if needed) the ledger at `path_or_url`.
+    #[new]
+    #[pyo3(signature = (
+        path_or_url, *, max_depth=None, max_live_children=None, creation_rate=None,
+        durable_postures=None, read_only=false
+    ))]
+    fn new(
+        py: Python<'_>,
+        path_or_url: PathBuf,
+        max_depth: Option<i64>,
+        max_live_children: Option<i64>,
+        creation_rate: Option<Bound<'_, PyAny>>,
+        durable_postures: Option<bool>,
+        read_only: bool,
+    ) -> PyResult<PyLedger> {
+        let config = config(
+            py,
+            max_depth,
+            max_live_children,
+            creation_rate.as_ref(),
+            durable_postures,
+            read_only,
+        )?;
+        let ledger = py
+            .detach(|| Ledger::open_with(&path_or_url, config))
+            .map_err(|e| errors::to_py(py, e))?;
+        Ok(PyLedger {
+            location: ledger.location().to_string(),
+            inner: Mutex::new(Some(Arc::new(ledger))),
+        })
+    }
+
+    /// Closes the ledger: its connections are released (a call still under way in another
+    /// thread finishes first). Calls after this raise `LedgerError` with kind `"closed"`.
+    /// Closing twice does nothing.
+    fn close(&self, py: Python<'_>) {
+        let taken = self
+            .inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        py.detach(move || drop(taken));
+    }
+
+    /// True once `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    /// Where the ledger is: its file, or its server and database (never with a password).
+    #[getter]
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let location = PyString::new(py, &self.location).repr()?;
+        let state = if self.closed() { ", closed=True" } else { "" };
+        Ok(format!("Ledger({location}{state})"))
+    }
+
+    /// Records a root session (no creator, depth 0, the default label).
+    #[pyo3(signature = (id, *, actor))]
+    fn create_root(&self, py: Python<'_>, id: String, actor: String) -> PyResult<Created> {
+        self.call(py, |l| l.create_root(&id, &actor))
+            .map(Created::from)
+    }
+
+    /// Records a session created by the live session `creator`, born with its posture.
+    #[pyo3(signature = (id, *, creator, actor))]
+    fn create_child(
+        &self,
+        py: Python<'_>,
+        id: String,
+        creator: String,
+        actor: String,
+    ) -> PyResult<Created> {
+        self.call(py, |l| l.create_child(&id, &creator, &actor))
+            .map(Created::from)
+    }
+
+    /// The session's label and posture; a first read inherits and records its label.
+    fn state(&self, py: Python<'_>, id: String) -> PyResult<SessionState> {
+        self.call(py, |l| l.state(&id)).map(SessionState::from)
+    }
+
+    /// Raises the session's label: the higher class, the flag ORed.
+    #[pyo3(signature = (id, *, taint=None, untrusted=false, actor))]
+    fn raise_label(
+        &self,
+        py: Python<'_>,
+        id: String,
+        taint: Option<String>,
+        untrusted: bool,
+        actor: String,
+    ) -> PyResult<RaiseOutcome> {
+        self.call(py, |l| {
+            let taint = taint.as_deref().map(str::parse::<Taint>).transpose()?;
+            l.raise(&id, Raise { taint, untrusted }, &actor)
+        })
+        .map(RaiseOutcome::from)
+    }
+
+    /// Ends a live session (and its spawned sub-agents); it stays as a tombstone.
+    #[pyo3(signature = (id, *, actor))]
+    fn end(&self, py: Python<'_>, id: String, actor: String) -> PyResult<Session> {
+        self.call(py, |l| l.end(&id, &actor)).map(Session::from)
+    }
+
+    /// The recorded session with this id, or `None`.
+    fn session(&self, py: Python<'_>, id: String) -> PyResult<Option<Session>> {
+        self.call(py, |l| l.session(&id))
+            .map(|s| s.map(Session::from))
+    }
+
+    /// The creators of `id`, nearest first, ending with its root.
+    fn ancestors(&self, py: Python<'_>, id: String) -> PyResult<Vec<Session>> {
+        self.call(py, |l| l.ancestors(&id))
+            .map(|v| v.into_iter().map(Session::from).collect())
+    }
+
+    /// The sessions `id` created or spawned, oldest first.
+    fn children(&self, py: Python<'_>, id: String) -> PyResult<Vec<Session>> {
+        self.call(py, |l| l.children(&id))
+            .map(|v| v.into_iter().map(Session::from).collect())
+    }
+
+    /// The subtree of `id`, depth-first, with labels and postures; writes nothing.
+    fn tree(&self, py: Python<'_>, id: String) -> PyResult<Vec<TreeNode>> {
+        self.call(py, |l| l.tree(&id))
+            .map(|v| v.into_iter().map(TreeNode::from).collect())
+    }
+
+    /// Every session, as each root's tree in the order the roots were opened.
+    fn forest(&self, py: Python<'_>) -> PyResult<Vec<TreeNode>> {
+        self.call(py, |l| l.forest())
+            .map(|v| v.into_iter().map(TreeNode::from).collect())
+    }
+
+    /// An operator grants `"trust"` or `"trust_reads"` on a live session.
+    #[pyo3(signature = (id, level, *, actor))]
+    fn grant(&self, py: Python<'_>, id: String, level: String, actor: String) -> PyResult<Posture> {
+        self.call(py, |l| l.grant(&id, level.parse::<PostureLevel>()?, &actor))
+            .map(Posture::from)
+    }
+
+    /// The posture row of a session, current or lapsed, or `None`.
+    fn posture(&self, py: Python<'_>, id: String) -> PyResult<Option<Posture>> {
+        self.call(py, |l| l.posture(&id))
+            .map(|p| p.map(Posture::from))
+    }
+
+    /// Revokes postures from `id`: `"local"`, `"cascade"` (bound to a preview by `token`) or
+    /// `"preview"`. There is no default.
+    #[pyo3(signature = (id, propagation, *, actor, token=None))]
+    fn revoke(
+        &self,
+        py: Python<'_>,
+        id: String,
+        propagation: String,
+        actor: String,
+        token: Option<String>,
+    ) -> PyResult<Revocation> {
+        let propagation = match (propagation.parse::<Propagation>(), token) {
+            (Ok(Propagation::Cascade { .. }), token) => Propagation::Cascade { token },
+            (Ok(other), Some(_)) => {
+                return Err(errors::invalid(
+                    py,
+                    "invalid_token",
+                    format!(
+                        "a preview's token applies to a cascade: revoke with \"cascade\", not {:?}",
+                        other.as_str()
+                    ),
+                ))
+            }
+            (Ok(other), None) => other,
+            (Err(e), _) => return Err(errors::to_py(py, e)),
+        };
+        self.call(py, |l| l.revoke(&id, propagation, &actor))
+            .map(Revocation::from)
+    }
+
+    /// Removes every live session's posture (the global trust button).
+    #[pyo3(signature = (*, actor))]
+    fn revoke_all(&self, py: Python<'_>, actor: String) -> PyResult<Revocation> {
+        self.call(py, |l| l.revoke_all(&actor))
+            .map(Revocation::from)
+    }
+
+    /// Starts a new posture epoch: the embedding backend calls it when it boots.
+    #[pyo3(signature = (*, actor, durable=None))]
+    fn start_epoch(
+        &self,
+        py: Python<'_>,
+        actor: String,
+        durable: Option<bool>,
+    ) -> PyResult<EpochStart> {
+        self.call(py, |l| match durable {
+            Some(durable) => l.start_epoch_with(durable, &actor),
+            None => l.start_epoch(&actor),
+        })
+        .map(EpochStart::from)
+    }
+
+    /// The current posture epoch (0 until the first is started).
+    fn current_epoch(&self, py: Python<'_>) -> PyResult<i64> {
+        self.call(py, |l| l.current_epoch())
+    }
+
+    /// Allows a command pattern for one live session; never inherited.
+    #[pyo3(signature = (id, pattern, *, actor, must_match=Vec::new(), must_not_match=Vec::new()))]
+    fn add_pattern(
+        &self,
+        py: Python<'_>,
+        id: String,
+        pattern: String,
+        actor: String,
+        must_match: Vec<String>,
+        must_not_match: Vec<String>,
+    ) -> PyResult<bool> {
+        self.call(py, |l| {
+            l.add_pattern_with_examples(&id, &pattern, &actor, &must_match, &must_not_match)
+        })
+    }
+
+    /// Removes a command pattern from a session.
+    #[pyo3(signature = (id, pattern, *, actor))]
+    fn remove_pattern(
+        &self,
+        py: Python<'_>,
+        id: String,
+        pattern: String,
+        actor: String,
+    ) -> PyResult<()> {
+        self.call(py, |l| l.remove_pattern(&id, &pattern, &actor))
+    }
+
+    /// The command patterns on a session, oldest first.
+    fn patterns(&self, py: Python<'_>, id: String) -> PyResult<Vec<String>> {
+        self.call(py, |l| l.patterns(&id))
+            .map(|v| v.into_iter().map(|p| p.pattern).collect())
+    }
+
+    /// Grants an override scope for `ttl_seconds`; never inherited.
+    #[pyo3(signature = (id, name, *, ttl_seconds, actor))]
+    fn grant_scope(
+        &self,
+        py: Python<'_>,
+        id: String,
+        name: String,
+        ttl_seconds: f64,
+        actor: String,
+    ) -> PyResult<Scope> {
+        let ttl = to_duration(py, "ttl_seconds", "invalid_ttl", ttl_seconds)?;
+        self.call(py, |l| l.grant_scope(&id, &name, ttl, &actor))
+            .map(Scope::from)
+    }
+
+    /// Revokes a live override scope before it expires.
+    #[pyo3(signature = (id, name, *, actor))]
+    fn revoke_scope(
+        &self,
+        py: Python<'_>,
+        id: String,
+        name: String,
+        actor: String,
+    ) -> PyResult<()> {
+        self.call(py, |l| l.revoke_scope(&id, &name, &actor))
+    }
+
+    /// The override scopes on a session, live or not, oldest first.
+    fn scopes(&self, py: Python<'_>, id: String) -> PyResult<Vec<Scope>> {
+        self.call(py, |l| l.scopes(&id))
+            .map(|v| v.into_iter().map(Scope::from).collect())
+    }
+
+    /// May `id` run `command` now? Approve or ask, with what admitted it.
+    #[pyo3(signature = (id, command, *, read_only=false))]
+    fn decide(
+        &self,
+        py: Python<'_>,
+        id: String,
+        command: String,
+        read_only: bool,
+    ) -> PyResult<Decision> {
+        self.call(py, |l| l.decide(&id, &command, read_only))
+            .map(Decision::from)
+    }
+
+    /// Why `id` holds what it holds, in one snapshot.
+    fn explain(&self, py: Python<'_>, id: String) -> PyResult<Explanation> {
+        self.call(py, |l| l.explain(&id)).map(Explanation::from)
+    }
+
+    /// Audit rows, oldest first, filtered by the keywords given.
+    #[pyo3(signature = (*, session=None, kind=None, limit=None, subtree=None, since=None, until=None, before=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn audit(
+        &self,
+        py: Python<'_>,
+        session: Option<String>,
+        kind: Option<String>,
+        limit: Option<i64>,
+        subtree: Option<String>,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+        before: Option<i64>,
+    ) -> PyResult<Vec<AuditEntry>> {
+        let limit = limit
+            .map(|n| to_u32(py, "limit", "invalid_limit", n))
+            .transpose()?;
+        self.call(py, |l| {
+            let mut query = AuditQuery::all();
+            if let Some(session) = session {
+                query = query.session(session);
+            }
+            if let Some(kind) = kind {
+                query = query.kind(kind.parse::<AuditKind>()?);
+            }
+            if let Some(limit) = limit {
+                query = query.limit(limit);
+            }
+            if let Some(subtree) = subtree {
+                query = query.subtree(subtree);
+            }
+            if let Some(since) = since {
+                query = query.since(since);
+            }
+            if let Some(until) = until {
+                query = query.until(until);
+            }
+            if let Some(before) = before {
+                query = query.before(before);
+            }
+            l.audit(&query)
+        })
+        .map(|v| v.into_iter().map(AuditEntry::from).collect())
+    }
+
+    /// The head of the audit chain, to keep somewhere else.
+    fn audit_head(&self, py: Python<'_>) -> PyResult<AuditHead> {
+        self.call(py, |l| l.audit_head()).map(AuditHead::from)
+    }
+
+    /// Walks the whole audit chain; with a saved head, also detects rows removed since.
+    #[pyo3(signature = (saved=None))]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        saved: Option<Bound<'_, AuditHead>>,
+    ) -> PyResult<Verification> {
+        let saved = saved.map(|h| sl::AuditHead::from(h.get()));
+        self.call(py, |l| l.verify(saved.as_ref()))
+            .map(Verification::from)
+    }
+
+    /// Verifies only the rows written since `saved`.
+    fn verify_from(&self, py: Python<'_>, saved: Bound<'_, AuditHead>) -> PyResult<Verification> {
+        let saved = sl::AuditHead::from(saved.get());
+        self.call(py, |l| l.verify_from(&saved))
+            .map(Verification::from)
+    }
+}

@@ -1,0 +1,620 @@
+//! The result objects: frozen Python classes holding plain values (`str`, `bool`, `int`,
+//! `datetime`, `dict`, `list`), each built from the library's value of the same meaning.
+//!
+//! They are frozen PyO3 classes rather than Python dataclasses built in the thin package: the
+//! answer of a `decide`, made on every tool approval, is then built once, in Rust, without
+//! running any Python code; they compare by value (`eq`, from the Rust `PartialEq`) and hash
+//! when every field can; their `repr` names every field, as a dataclass's does.
+
+use chrono::{DateTime, Utc};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use session_ledger as sl;
+
+/// `Name(field=repr(value), ...)` for the fields of `obj`, in order.
+fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<String> {
+    let mut parts = Vec::with_capacity(fields.len());
+    for field in fields {
+        let value = obj.getattr(*field)?;
+        parts.push(format!("{field}={}", value.repr()?));
+    }
+    Ok(format!("{name}({})", parts.join(", ")))
+}
+
+/// `__repr__` listing `fields`.
+macro_rules! repr {
+    ($ty:ident, [$($field:literal),* $(,)?]) => {
+        #[pymethods]
+        impl $ty {
+            fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+                repr_fields(slf.as_any(), stringify!($ty), &[$($field),*])
+            }
+        }
+    };
+}
+
+/// A session just recorded by `create_root` or `create_child`, and what it was born with.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Created {
+    id: String,
+    created_by: Option<String>,
+    depth: u32,
+    inherited_trust: bool,
+    inherited_trust_reads: bool,
+    created_at: DateTime<Utc>,
+}
+repr!(
+    Created,
+    [
+        "id",
+        "created_by",
+        "depth",
+        "inherited_trust",
+        "inherited_trust_reads"
+    ]
+);
+
+impl From<sl::Created> for Created {
+    fn from(c: sl::Created) -> Created {
+        Created {
+            id: c.session.id,
+            created_by: c.session.created_by,
+            depth: c.session.depth,
+            inherited_trust: c.inherited_trust,
+            inherited_trust_reads: c.inherited_trust_reads,
+            created_at: c.session.created_at,
+        }
+    }
+}
+
+impl From<sl::Session> for Created {
+    /// A root: born with nothing inherited.
+    fn from(s: sl::Session) -> Created {
+        Created::from(sl::Created {
+            session: s,
+            inherited_trust: false,
+            inherited_trust_reads: false,
+        })
+    }
+}
+
+/// A recorded session: its lineage and its lifetime.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Session {
+    id: String,
+    created_by: Option<String>,
+    depth: u32,
+    origin: &'static str,
+    created_at: DateTime<Utc>,
+    ended_at: Option<DateTime<Utc>>,
+    live: bool,
+}
+repr!(Session, ["id", "created_by", "depth", "origin", "live"]);
+
+impl From<sl::Session> for Session {
+    fn from(s: sl::Session) -> Session {
+        Session {
+            live: s.is_live(),
+            origin: s.origin.as_str(),
+            id: s.id,
+            created_by: s.created_by,
+            depth: s.depth,
+            created_at: s.created_at,
+            ended_at: s.ended_at,
+        }
+    }
+}
+
+/// A session's label and posture, as `state` reads them.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SessionState {
+    id: String,
+    taint: &'static str,
+    untrusted: bool,
+    trust: bool,
+    trust_reads: bool,
+    known: bool,
+    materialized: bool,
+}
+repr!(
+    SessionState,
+    [
+        "id",
+        "taint",
+        "untrusted",
+        "trust",
+        "trust_reads",
+        "known",
+        "materialized"
+    ]
+);
+
+impl From<sl::SessionState> for SessionState {
+    fn from(s: sl::SessionState) -> SessionState {
+        let materialized = matches!(
+            s.materialized,
+            Some(sl::Materialized::Born | sl::Materialized::Inherited { .. })
+        );
+        SessionState {
+            id: s.session,
+            taint: s.taint.as_str(),
+            untrusted: s.untrusted,
+            trust: s.trust,
+            trust_reads: s.trust_reads,
+            known: s.known,
+            materialized,
+        }
+    }
+}
+
+/// A label: a taint class and the untrusted flag.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Label {
+    taint: &'static str,
+    untrusted: bool,
+}
+repr!(Label, ["taint", "untrusted"]);
+
+impl From<sl::Label> for Label {
+    fn from(l: sl::Label) -> Label {
+        Label {
+            taint: l.taint.as_str(),
+            untrusted: l.untrusted,
+        }
+    }
+}
+
+/// What `raise_label` did: the label before and after, and whether it changed.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RaiseOutcome {
+    id: String,
+    before: Label,
+    after: Label,
+    changed: bool,
+}
+repr!(RaiseOutcome, ["id", "before", "after", "changed"]);
+
+impl From<sl::RaiseOutcome> for RaiseOutcome {
+    fn from(r: sl::RaiseOutcome) -> RaiseOutcome {
+        RaiseOutcome {
+            id: r.session,
+            before: r.before.into(),
+            after: r.after.into(),
+            changed: r.changed,
+        }
+    }
+}
+
+/// A posture a session holds, with its provenance back to the operator's grant.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Posture {
+    session: String,
+    level: &'static str,
+    source: &'static str,
+    granted_by: String,
+    granted_on: String,
+    granted_at: DateTime<Utc>,
+    inherited_from: Option<String>,
+    chain: Vec<String>,
+    epoch: i64,
+    current: bool,
+}
+repr!(
+    Posture,
+    [
+        "session",
+        "level",
+        "source",
+        "granted_by",
+        "granted_on",
+        "chain",
+        "epoch",
+        "current"
+    ]
+);
+
+impl From<sl::Posture> for Posture {
+    fn from(p: sl::Posture) -> Posture {
+        Posture {
+            session: p.session,
+            level: p.level.as_str(),
+            source: p.source.as_str(),
+            granted_by: p.granted_by,
+            granted_on: p.granted_on,
+            granted_at: p.granted_at,
+            inherited_from: p.inherited_from,
+            chain: p.chain,
+            epoch: p.epoch,
+            current: p.current,
+        }
+    }
+}
+
+/// What a revocation changed, or for a preview would change, with the preview's token.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Revocation {
+    root: Option<String>,
+    propagation: &'static str,
+    sessions: Vec<String>,
+    count: usize,
+    token: Option<String>,
+    still_holding: Vec<String>,
+}
+repr!(
+    Revocation,
+    [
+        "root",
+        "propagation",
+        "sessions",
+        "count",
+        "token",
+        "still_holding"
+    ]
+);
+
+impl From<sl::Revocation> for Revocation {
+    fn from(r: sl::Revocation) -> Revocation {
+        let ids = |affected: Vec<sl::Affected>| affected.into_iter().map(|a| a.id).collect();
+        Revocation {
+            root: r.root,
+            propagation: r.propagation.as_str(),
+            sessions: ids(r.sessions),
+            count: r.count,
+            token: r.token,
+            still_holding: r.still_holding.map(ids).unwrap_or_default(),
+        }
+    }
+}
+
+/// A new posture epoch, and what happened to the postures of the one before.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct EpochStart {
+    epoch: i64,
+    durable: bool,
+    lapsed: u64,
+    carried: u64,
+}
+repr!(EpochStart, ["epoch", "durable", "lapsed", "carried"]);
+
+impl From<sl::EpochStart> for EpochStart {
+    fn from(e: sl::EpochStart) -> EpochStart {
+        EpochStart {
+            epoch: e.epoch,
+            durable: e.durable,
+            lapsed: e.lapsed,
+            carried: e.carried,
+        }
+    }
+}
+
+/// An override scope on a session.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Scope {
+    session: String,
+    name: String,
+    granted_by: String,
+    granted_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+repr!(
+    Scope,
+    ["session", "name", "granted_by", "expires_at", "revoked_at"]
+);
+
+impl From<sl::Scope> for Scope {
+    fn from(s: sl::Scope) -> Scope {
+        Scope {
+            session: s.session,
+            name: s.name,
+            granted_by: s.granted_by,
+            granted_at: s.granted_at,
+            expires_at: s.expires_at,
+            revoked_at: s.revoked_at,
+        }
+    }
+}
+
+/// The answer of `decide`: approve or ask, what admitted the command, and for a posture the
+/// chain of sessions from the operator's grant down to this one.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Decision {
+    id: String,
+    approved: bool,
+    admitted_by: Option<&'static str>,
+    chain: Vec<String>,
+    reason: &'static str,
+    pattern: Option<String>,
+    scope: Option<String>,
+}
+repr!(
+    Decision,
+    [
+        "id",
+        "approved",
+        "admitted_by",
+        "chain",
+        "reason",
+        "pattern",
+        "scope"
+    ]
+);
+
+impl From<sl::Decision> for Decision {
+    fn from(d: sl::Decision) -> Decision {
+        let approved = d.verdict == sl::Verdict::Approve;
+        // (the reason's word, the chain of a posture, the pattern, the scope)
+        let (reason, chain, pattern, scope) = match d.reason {
+            sl::Reason::Trust { posture } => ("trust", posture.chain, None, None),
+            sl::Reason::TrustReads { posture } => ("trust_reads", posture.chain, None, None),
+            sl::Reason::Pattern { pattern, .. } => ("pattern", Vec::new(), Some(pattern), None),
+            sl::Reason::Scope { scope, .. } => ("scope", Vec::new(), None, Some(scope)),
+            sl::Reason::UnknownSession => ("unknown_session", Vec::new(), None, None),
+            sl::Reason::SessionEnded => ("session_ended", Vec::new(), None, None),
+            sl::Reason::Nothing { .. } => ("nothing", Vec::new(), None, None),
+            // A reason this build does not name: the verdict still stands.
+            _ => (
+                if approved { "other" } else { "nothing" },
+                Vec::new(),
+                None,
+                None,
+            ),
+        };
+        let admitted_by = match reason {
+            "trust" | "trust_reads" | "pattern" | "scope" if approved => Some(reason),
+            _ => None,
+        };
+        Decision {
+            id: d.session,
+            approved,
+            admitted_by,
+            chain,
+            reason,
+            pattern,
+            scope,
+        }
+    }
+}
+
+/// A session in a tree view: its lineage, its label, whether it is materialized, and whether
+/// its posture counts now.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct TreeNode {
+    id: String,
+    created_by: Option<String>,
+    depth: u32,
+    relative_depth: u32,
+    taint: &'static str,
+    untrusted: bool,
+    materialized: bool,
+    trust: bool,
+    trust_reads: bool,
+    live: bool,
+}
+repr!(
+    TreeNode,
+    [
+        "id",
+        "created_by",
+        "depth",
+        "taint",
+        "untrusted",
+        "trust",
+        "trust_reads"
+    ]
+);
+
+impl From<sl::TreeNode> for TreeNode {
+    fn from(n: sl::TreeNode) -> TreeNode {
+        TreeNode {
+            live: n.session.is_live(),
+            id: n.session.id,
+            created_by: n.session.created_by,
+            depth: n.session.depth,
+            relative_depth: n.relative_depth,
+            taint: n.taint.as_str(),
+            untrusted: n.untrusted,
+            materialized: n.materialized,
+            trust: n.trust,
+            trust_reads: n.trust_reads,
+        }
+    }
+}
+
+/// One row of the audit trail.
+#[pyclass(module = "session_ledger", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct AuditEntry {
+    #[pyo3(get)]
+    seq: i64,
+    #[pyo3(get)]
+    kind: &'static str,
+    #[pyo3(get)]
+    session: Option<String>,
+    #[pyo3(get)]
+    actor: String,
+    #[pyo3(get)]
+    at: DateTime<Utc>,
+    detail: serde_json::Value,
+    #[pyo3(get)]
+    prev_hash: String,
+    #[pyo3(get)]
+    hash: String,
+}
+#[pymethods]
+impl AuditEntry {
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let fields = ["seq", "kind", "session", "actor", "at", "detail"];
+        repr_fields(slf.as_any(), "AuditEntry", &fields)
+    }
+
+    /// Everything else the row records, as a new `dict` on each access.
+    #[getter]
+    fn detail<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.detail)
+    }
+}
+
+impl From<sl::AuditEntry> for AuditEntry {
+    fn from(e: sl::AuditEntry) -> AuditEntry {
+        AuditEntry {
+            seq: e.seq,
+            kind: e.kind.as_str(),
+            session: e.session,
+            actor: e.actor,
+            at: e.at,
+            detail: e.detail,
+            prev_hash: e.prev_hash,
+            hash: e.hash,
+        }
+    }
+}
+
+/// A JSON value as plain Python: `dict`, `list`, `str`, `int`, `float`, `bool` or `None`.
+fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value;
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(json_to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (key, item) in map {
+                dict.set_item(key, json_to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// The head of the audit chain: the last row's `seq` and `hash`. `str()` gives `SEQ:HASH`,
+/// which `AuditHead.parse` reads back.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct AuditHead {
+    seq: i64,
+    hash: String,
+}
+#[pymethods]
+impl AuditHead {
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        repr_fields(slf.as_any(), "AuditHead", &["seq", "hash"])
+    }
+
+    /// Reads a head saved as `SEQ:HASH`.
+    #[staticmethod]
+    fn parse(py: Python<'_>, text: String) -> PyResult<AuditHead> {
+        text.parse::<sl::AuditHead>()
+            .map(AuditHead::from)
+            .map_err(|e| crate::errors::to_py(py, e))
+    }
+
+    fn __str__(&self) -> String {
+        format!("{}:{}", self.seq, self.hash)
+    }
+}
+
+impl From<sl::AuditHead> for AuditHead {
+    fn from(h: sl::AuditHead) -> AuditHead {
+        AuditHead {
+            seq: h.seq,
+            hash: h.hash,
+        }
+    }
+}
+
+impl From<&AuditHead> for sl::AuditHead {
+    fn from(h: &AuditHead) -> sl::AuditHead {
+        sl::AuditHead {
+            seq: h.seq,
+            hash: h.hash.clone(),
+        }
+    }
+}
+
+/// The result of walking the audit chain.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Verification {
+    ok: bool,
+    rows: u64,
+    head: AuditHead,
+    first_bad_seq: Option<i64>,
+    problem: Option<String>,
+}
+repr!(
+    Verification,
+    ["ok", "rows", "head", "first_bad_seq", "problem"]
+);
+
+impl From<sl::Verification> for Verification {
+    fn from(v: sl::Verification) -> Verification {
+        // The problem's stable word (`hash_mismatch`, `gap`, ...), as the JSON output spells it.
+        let problem = v.problem.map(|p| match serde_json::to_value(&p) {
+            Ok(serde_json::Value::String(word)) => word,
+            _ => p.to_string(),
+        });
+        Verification {
+            ok: v.ok,
+            rows: v.rows,
+            head: v.head.into(),
+            first_bad_seq: v.first_bad_seq,
+            problem,
+        }
+    }
+}
+
+/// Why a session holds what it holds: its record, its label and posture, the audit row of the
+/// operator's grant its posture traces back to, its grants, and every audit row about it.
+#[pyclass(module = "session_ledger", frozen, eq, get_all)]
+#[derive(Clone, PartialEq)]
+pub struct Explanation {
+    session: Session,
+    state: SessionState,
+    posture: Option<Posture>,
+    grant: Option<AuditEntry>,
+    patterns: Vec<String>,
+    live_scopes: Vec<Scope>,
+    audit: Vec<AuditEntry>,
+}
+repr!(
+    Explanation,
+    ["session", "state", "posture", "patterns", "live_scopes"]
+);
+
+impl From<sl::Explanation> for Explanation {
+    fn from(e: sl::Explanation) -> Explanation {
+        Explanation {
+            posture: e.state.posture.clone().map(Posture::from),
+            session: e.session.into(),
+            state: e.state.into(),
+            grant: e.grant.map(AuditEntry::from),
+            patterns: e.patterns.into_iter().map(|p| p.pattern).collect(),
+            live_scopes: e.live_scopes.into_iter().map(Scope::from).collect(),
+            audit: e.audit.into_iter().map(AuditEntry::from).collect(),
+        }
+    }
+}
