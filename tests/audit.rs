@@ -196,10 +196,26 @@ fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema(engine: Engine)
     fill_busy(&f);
     let head = f.ledger.audit_head()?;
     let good_hash = "a".repeat(64);
-    for (seq, prev, hash) in [
-        (head.seq + 2, head.hash.clone(), good_hash.clone()), // skips a seq
-        (head.seq + 1, "0".repeat(64), good_hash.clone()),    // wrong prev_hash
-        (head.seq + 1, head.hash.clone(), "xyz".to_owned()),  // malformed hash
+    // A malformed hash is refused by the chain's trigger on SQLite, and on PostgreSQL by the
+    // column's CHECK, which runs before the statement's triggers.
+    let malformed: &[&str] = match engine {
+        Engine::Sqlite => &["hash chain"],
+        Engine::Postgres => &["audit_hash_is_64_hex"],
+    };
+    for (seq, prev, hash, expected) in [
+        (
+            head.seq + 2,
+            head.hash.clone(),
+            good_hash.clone(),
+            &["hash chain"][..],
+        ), // skips a seq
+        (
+            head.seq + 1,
+            "0".repeat(64),
+            good_hash.clone(),
+            &["hash chain"],
+        ), // wrong prev_hash
+        (head.seq + 1, head.hash.clone(), "xyz".to_owned(), malformed),
     ] {
         let insert = format!(
             "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
@@ -207,9 +223,101 @@ fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema(engine: Engine)
                      '{prev}', '{hash}')"
         );
         let err = f.exec(&insert).expect_err("refused");
-        assert!(err.contains("hash chain"), "{err}");
+        assert!(expected.iter().any(|e| err.contains(e)), "{err}");
     }
     assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
+
+/// `n` rows after `f`'s head, each correctly chained to the one before, one second apart from
+/// 2999-01-01: (seq, at, kind, prev_hash, hash).
+fn chained_rows(f: &Fixture, n: i64) -> Vec<(i64, String, String, String, String)> {
+    let head = f.ledger.audit_head().expect("head");
+    let mut prev = head.hash;
+    (1..=n)
+        .map(|i| {
+            let seq = head.seq + i;
+            let at = format!("2999-01-01T00:00:{i:02}.000Z");
+            let hash = chain_hash(&prev, seq, &at, "x", "session.end", Some("w1"), "{}");
+            let row = (
+                seq,
+                at,
+                "session.end".to_owned(),
+                prev.clone(),
+                hash.clone(),
+            );
+            prev = hash;
+            row
+        })
+        .collect()
+}
+
+/// One `INSERT` of all of `rows`.
+fn insert_rows(rows: &[(i64, String, String, String, String)]) -> String {
+    let values: Vec<String> = rows
+        .iter()
+        .map(|(seq, at, kind, prev, hash)| {
+            format!("({seq}, '{at}', 'x', '{kind}', 'w1', '{{}}', '{prev}', '{hash}')")
+        })
+        .collect();
+    format!(
+        "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash) VALUES {}",
+        values.join(", ")
+    )
+}
+
+/// What the library does in a cascade, many rows in one statement, a hand edit may do too: the
+/// schema checks every row of it against the row before, and one bad row refuses them all.
+fn a_statement_of_several_rows_that_breaks_the_chain_anywhere_is_refused_whole(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    fill_busy(&f);
+    let before = f.snapshot();
+    type Breaks = fn(&mut Vec<(i64, String, String, String, String)>);
+    let cases: [(&str, Breaks, &str); 5] = [
+        (
+            "the middle row skips a seq, and the last follows it",
+            |r| {
+                r[1].0 += 1;
+                r[2].0 += 1;
+            },
+            "hash chain",
+        ),
+        (
+            "the middle row names another prev_hash",
+            |r| r[1].3 = "0".repeat(64),
+            "hash chain",
+        ),
+        (
+            "the last row names the first row's hash",
+            |r| r[2].3 = r[0].4.clone(),
+            "hash chain",
+        ),
+        (
+            "the middle row goes back in time",
+            |r| r[1].1 = "2998-12-31T23:59:59.999Z".to_owned(),
+            "time",
+        ),
+        (
+            "the last row has an unknown kind",
+            |r| r[2].2 = "session.vanish".to_owned(),
+            "kind",
+        ),
+    ];
+    for (what, break_it, expected) in cases {
+        let mut rows = chained_rows(&f, 3);
+        break_it(&mut rows);
+        let err = f.exec(&insert_rows(&rows)).expect_err(what);
+        assert!(err.contains(expected), "{what}: {err}");
+        assert_eq!(f.snapshot(), before, "{what}: a row was kept");
+    }
+    // The same rows unbroken are accepted, and the trail they end verifies.
+    let rows = chained_rows(&f, 3);
+    f.exec(&insert_rows(&rows))?;
+    let v = f.ledger.verify(None)?;
+    assert!(v.ok, "{v:?}");
+    assert_eq!(f.ledger.audit_head()?.hash, rows[2].4);
     Ok(())
 }
 
@@ -912,6 +1020,7 @@ engine_tests! {
     truncating_the_tail_past_a_saved_head_is_detected_by_both_verifiers,
     a_rewritten_tail_is_detected_against_a_saved_head,
     a_row_that_does_not_extend_the_chain_is_refused_by_the_schema,
+    a_statement_of_several_rows_that_breaks_the_chain_anywhere_is_refused_whole,
     the_audit_query_filters_by_subtree_and_time,
     explain_traces_a_posture_back_to_the_operators_grant_row,
     explain_names_the_grant_a_posture_came_from_when_a_later_grant_shares_its_millisecond,

@@ -31,8 +31,13 @@ fn audit_rows_cannot_be_updated_or_deleted(engine: Engine) -> TestResult {
     let f = fixture!(engine);
     f.build("root > a");
     let before = f.snapshot();
-    let insert = "INSERT INTO audit (seq, at, actor, kind, session_id, detail)
-         VALUES (1, '2026-01-01T00:00:00.000Z', 'x', 'session.root', 'root', '{}')";
+    // A well-formed row, so that only its seq, the first row's, is wrong.
+    let insert = &format!(
+        "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+         VALUES (1, '2026-01-01T00:00:00.000Z', 'x', 'session.root', 'root', '{{}}', '{}', '{}')",
+        "0".repeat(64),
+        "a".repeat(64)
+    );
     let replace = match engine {
         Engine::Sqlite => insert.replacen("INSERT", "INSERT OR REPLACE", 1),
         // PostgreSQL's replacing insert.
@@ -98,7 +103,9 @@ fn audit_rows_need_a_known_kind_and_a_json_object(engine: Engine) -> TestResult 
     let mut cases = vec![
         (
             row(T, "x", "made.up", "NULL", "{}"),
-            vec!["unknown audit kind", "FOREIGN KEY"],
+            // SQLite's trigger runs before its foreign key; PostgreSQL's foreign key (a row
+            // trigger) before the statement's trigger.
+            vec!["unknown audit kind", "FOREIGN KEY", "audit_kind_fkey"],
         ),
         (
             row(T, "x", "session.root", "NULL", "not json"),

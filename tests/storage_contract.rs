@@ -1526,6 +1526,81 @@ mod postgres_only {
         Some(place)
     }
 
+    /// The newest schema version of the PostgreSQL migrations.
+    fn newest_postgres_version() -> i32 {
+        postgres_migrations::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| m.version())
+            .max()
+            .expect("PostgreSQL migrations")
+    }
+
+    /// Migrates the empty schema `place` to PostgreSQL version 2 and writes a trail of `n` rows
+    /// chained as the library chains them, appended by hand one statement each, as version 2's
+    /// row triggers checked them.
+    fn write_version_2_ledger_with_audit_rows(place: &Place, n: i64) {
+        let mut client = place.client();
+        postgres_migrations::migrations::runner()
+            .set_target(refinery::Target::Version(2))
+            .run(&mut client)
+            .expect("migrate to version 2");
+        let mut prev = session_ledger::GENESIS_HASH.to_owned();
+        for seq in 1..=n {
+            let (at, id) = (
+                format!("2026-01-01T00:00:{seq:02}.000Z"),
+                format!("root-{seq}"),
+            );
+            let hash =
+                session_ledger::chain_hash(&prev, seq, &at, "op", "session.root", Some(&id), "{}");
+            client
+                .execute(
+                    "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+                     VALUES ($1, $2::text::timestamptz, 'op', 'session.root', $3, '{}', $4, $5)",
+                    &[&seq, &at, &id, &prev, &hash],
+                )
+                .expect("an audit row at version 2");
+            prev = hash;
+        }
+    }
+
+    #[test]
+    fn a_version_2_ledger_upgrades_to_audit_checks_by_statement_and_its_chain_goes_on() -> TestResult
+    {
+        let Some(place) = Place::new() else {
+            return Ok(());
+        };
+        write_version_2_ledger_with_audit_rows(&place, 3);
+        let trail = "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash
+                       FROM audit ORDER BY seq";
+        let before = place.query(trail);
+        let ledger = Ledger::open(place.url())?;
+        let version = place.query("SELECT max(version) FROM refinery_schema_history");
+        assert_eq!(version[0][0], Some(newest_postgres_version().to_string()));
+        assert_eq!(place.query(trail), before, "the upgrade changed the trail");
+        // The audit table's insert checks are statement triggers now, none per row.
+        let insert_triggers = place.query(
+            "SELECT tgname, (tgtype & 1) = 1 AS per_row FROM pg_trigger
+              WHERE tgrelid = 'audit'::regclass AND NOT tgisinternal AND (tgtype & 4) = 4
+              ORDER BY 1",
+        );
+        let expected: Vec<Vec<Option<String>>> = [
+            "audit_extends_the_chain",
+            "audit_kind_is_known",
+            "audit_time_never_goes_back",
+        ]
+        .iter()
+        .map(|name| vec![Some((*name).to_owned()), Some("f".to_owned())])
+        .collect();
+        assert_eq!(insert_triggers, expected);
+        // The library's next row extends the trail written before the upgrade.
+        ledger.create_root("after-upgrade", "op")?;
+        let v = ledger.verify(None)?;
+        assert!(v.ok, "{v:?}");
+        assert_eq!((v.rows, ledger.audit_head()?.seq), (4, 4_i64));
+        Ok(())
+    }
+
     #[test]
     fn a_writer_of_one_ledger_never_waits_for_a_writer_of_another_in_the_same_database(
     ) -> TestResult {
@@ -1564,7 +1639,7 @@ mod postgres_only {
             Some("root".to_owned())
         );
         let version = place.query("SELECT max(version) FROM refinery_schema_history");
-        assert_eq!(version[0][0].as_deref(), Some("2"));
+        assert_eq!(version[0][0], Some(newest_postgres_version().to_string()));
         let refused = place.exec("UPDATE sessions SET ended_at = 'infinity' WHERE id = 'root'");
         assert!(
             refused
@@ -2353,7 +2428,10 @@ fn every_test_the_contract_cites_exists_on_the_engines_it_names() -> TestResult 
                 continue;
             };
             let on_both = engine_tests_of(&text).contains(name);
-            let takes_postgres = function.contains("Engine::Postgres");
+            // A PostgreSQL fixture, or a bare schema on the test server.
+            let takes_postgres = ["Engine::Postgres", "Place::new()"]
+                .iter()
+                .any(|fixture| function.contains(fixture));
             let opens_a_ledger = ["fixture!", "Fixture", "Ledger::open"]
                 .iter()
                 .any(|call| function.contains(call));
@@ -2465,6 +2543,20 @@ impl PostgresSchema {
             {
                 // A constraint a later migration adds to a table (`ALTER TABLE … ADD CONSTRAINT`).
                 schema.objects.insert(name.to_owned());
+            } else if let Some(trigger) = name_after("DROP TRIGGER ") {
+                // What a later migration drops is gone, unless a still later line creates it
+                // again under the same name.
+                schema.objects.remove(&trigger);
+                schema.triggers.remove(&trigger);
+            } else if let Some(name) = name_after("DROP FUNCTION ").or_else(|| {
+                line.trim_start()
+                    .strip_prefix("DROP CONSTRAINT ")
+                    .map(|rest| rest.trim_end_matches([',', ';']).trim().to_owned())
+            }) {
+                // A trigger keeps its name in `objects` when only its namesake function goes.
+                if !schema.triggers.contains_key(&name) {
+                    schema.objects.remove(&name);
+                }
             }
         }
         schema.text = text;
