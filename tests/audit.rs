@@ -229,9 +229,12 @@ fn a_row_that_does_not_extend_the_chain_is_refused_by_the_schema(engine: Engine)
     Ok(())
 }
 
+/// An audit row written by hand: (seq, at, kind, prev_hash, hash).
+type HandRow = (i64, String, String, String, String);
+
 /// `n` rows after `f`'s head, each correctly chained to the one before, one second apart from
-/// 2999-01-01: (seq, at, kind, prev_hash, hash).
-fn chained_rows(f: &Fixture, n: i64) -> Vec<(i64, String, String, String, String)> {
+/// 2999-01-01.
+fn chained_rows(f: &Fixture, n: i64) -> Vec<HandRow> {
     let head = f.ledger.audit_head().expect("head");
     let mut prev = head.hash;
     (1..=n)
@@ -253,7 +256,7 @@ fn chained_rows(f: &Fixture, n: i64) -> Vec<(i64, String, String, String, String
 }
 
 /// One `INSERT` of all of `rows`.
-fn insert_rows(rows: &[(i64, String, String, String, String)]) -> String {
+fn insert_rows(rows: &[HandRow]) -> String {
     let values: Vec<String> = rows
         .iter()
         .map(|(seq, at, kind, prev, hash)| {
@@ -274,7 +277,7 @@ fn a_statement_of_several_rows_that_breaks_the_chain_anywhere_is_refused_whole(
     let f = fixture!(engine);
     fill_busy(&f);
     let before = f.snapshot();
-    type Breaks = fn(&mut Vec<(i64, String, String, String, String)>);
+    type Breaks = fn(&mut Vec<HandRow>);
     let cases: [(&str, Breaks, &str); 5] = [
         (
             "the middle row skips a seq, and the last follows it",
