@@ -84,13 +84,17 @@ fn audit_rows_need_a_known_kind_and_a_json_object(engine: Engine) -> TestResult 
         )
     };
     const T: &str = "2026-01-01T00:00:00.000Z";
-    // The control: the row itself is well formed (and rolled back).
+    // The controls: the row itself is well formed (and rolled back), with a plain id and with
+    // the longest id of every character the form allows.
     let mut shell = f.shell();
-    shell.run(&format!(
-        "BEGIN; {};",
-        row(T, "x", "session.root", "'root'", "{}")
-    ))?;
-    shell.run("ROLLBACK")?;
+    let longest = format!("'0{}'", "aZ9._:-".repeat(19).split_at(127).0);
+    for id in ["'root'", longest.as_str()] {
+        shell.run(&format!(
+            "BEGIN; {};",
+            row(T, "x", "session.root", id, "{}")
+        ))?;
+        shell.run("ROLLBACK")?;
+    }
     let check = check_failed(engine);
     let not_json = match engine {
         // json_valid() in the CHECK.
@@ -125,6 +129,12 @@ fn audit_rows_need_a_known_kind_and_a_json_object(engine: Engine) -> TestResult 
             vec![check, "time"],
         ),
     ];
+    if engine == Engine::Postgres {
+        // PostgreSQL holds session_id to the id form of C1, where SQLite checks its length.
+        for other_form in ["'-lead'", "'.lead'", "'a b'", "'é1'", "'a/b'", "'a''b'"] {
+            cases.push((row(T, "x", "session.root", other_form, "{}"), vec![check]));
+        }
+    }
     if engine == Engine::Sqlite {
         // PostgreSQL reads this as a time: midnight of the day before.
         cases.push((
