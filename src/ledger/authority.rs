@@ -1,0 +1,256 @@
+//! The handle's authority: postures and their revocation, epochs, grants (command patterns and
+//! override scopes), and the decisions and explanations they give.
+
+use crate::decisions::{self, Decision, Explanation};
+use crate::error::{InputError, Result};
+use crate::grants::{self, CommandPattern};
+use crate::labels;
+use crate::model::{validate_actor, Id, Posture, PostureLevel, Scope};
+use crate::postures::{self, validate_preview_token, EpochStart, Propagation, Revocation};
+use crate::sessions;
+
+use super::Ledger;
+
+impl Ledger {
+    /// An operator grants `level` on a live session, replacing any posture it held, in the
+    /// current epoch. A spawned id of a recorded session is recorded first.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `InvalidActor`, `UnknownSession`, `SessionEnded`; nothing is written.
+    pub fn grant(&self, id: &str, level: PostureLevel, actor: &str) -> Result<Posture> {
+        let id = Id::parse(id)?;
+        validate_actor(actor)?;
+        self.write(|tx, now| {
+            let session = sessions::resolve_live(tx, id, now)?;
+            postures::grant(tx, &session, level, actor, now)
+        })
+    }
+
+    /// The posture row of a session, current or lapsed, or `None`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`; [`Error::Storage`](crate::Error::Storage).
+    pub fn posture(&self, id: &str) -> Result<Option<Posture>> {
+        let id = Id::parse(id)?;
+        self.storage.read(|r| r.posture(id))
+    }
+
+    /// The current posture epoch (0 until the first is started).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Storage`](crate::Error::Storage).
+    pub fn current_epoch(&self) -> Result<i64> {
+        self.storage.read(|r| r.current_epoch())
+    }
+
+    /// Revokes postures from `id` with an explicit [`Propagation`] (rule R1): `Local` (this
+    /// session's; `still_holding` lists the descendants holding one inherited through it),
+    /// `Cascade` (this session's and every descendant's, in one statement, one `posture.revoke`
+    /// row each; a preview's token binds it to the previewed state, R2), or `Preview` (nothing
+    /// changes; exactly who a cascade would change, with a token). Ended sessions can be
+    /// revoked from: their descendants may still run.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `InvalidActor`, `InvalidToken`, `UnknownSession`, `StalePreview`; nothing
+    /// is written in these cases.
+    pub fn revoke(&self, id: &str, propagation: Propagation, actor: &str) -> Result<Revocation> {
+        let id = Id::parse(id)?;
+        validate_actor(actor)?;
+        match propagation {
+            Propagation::Preview => self.storage.read(|r| postures::preview(r, id)),
+            Propagation::Local => self.write(|tx, now| postures::revoke_local(tx, id, actor, now)),
+            Propagation::Cascade { token } => {
+                let token = token.as_deref();
+                token.map(validate_preview_token).transpose()?;
+                self.write(|tx, now| postures::revoke_cascade(tx, id, token, actor, now))
+            }
+        }
+    }
+
+    /// Rule R4: removes every session's posture, in one statement, with an audit row each.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidActor`; [`Error::Storage`](crate::Error::Storage).
+    pub fn revoke_all(&self, actor: &str) -> Result<Revocation> {
+        validate_actor(actor)?;
+        self.write(|tx, now| postures::revoke_all(tx, actor, now))
+    }
+
+    /// Starts a new posture epoch (rule P5): a single embedding backend calls this when it boots;
+    /// nodes sharing a PostgreSQL ledger, once per full restart of the deployment (opening never
+    /// does: docs/design.md). Postures of the previous epoch stop counting, unless the ledger
+    /// was opened with [`Config::durable_postures`], which carries them over. Audited.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidActor`; [`Error::Storage`](crate::Error::Storage).
+    pub fn start_epoch(&self, actor: &str) -> Result<EpochStart> {
+        self.start_epoch_with(self.config.durable_postures, actor)
+    }
+
+    /// [`Ledger::start_epoch`], carrying the postures over when `durable`, whatever the config.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::start_epoch`].
+    pub fn start_epoch_with(&self, durable: bool, actor: &str) -> Result<EpochStart> {
+        validate_actor(actor)?;
+        self.write(|tx, now| postures::start_epoch(tx, durable, actor, now))
+    }
+
+    /// Allows a command pattern for one live session (never inherited, rule P4). Returns
+    /// false, writing nothing, when the session already had it.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `InvalidPattern`, `InvalidActor`, `UnknownSession`, `SessionEnded`.
+    pub fn add_pattern(&self, id: &str, pattern: &str, actor: &str) -> Result<bool> {
+        self.add_pattern_with_examples::<&str>(id, pattern, actor, &[], &[])
+    }
+
+    /// [`Ledger::add_pattern`], after checking the pattern against examples that must and must
+    /// not match ([`check_pattern_examples`](crate::check_pattern_examples)).
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::add_pattern`]; `InvalidPattern` when an example disagrees.
+    pub fn add_pattern_with_examples<S: AsRef<str>>(
+        &self,
+        id: &str,
+        pattern: &str,
+        actor: &str,
+        must_match: &[S],
+        must_not_match: &[S],
+    ) -> Result<bool> {
+        let id = Id::parse(id)?;
+        grants::check_new_pattern(pattern, must_match, must_not_match)?;
+        validate_actor(actor)?;
+        self.write(|tx, now| grants::add_pattern(tx, id, pattern, actor, now))
+    }
+
+    /// Removes a command pattern from a session, live or ended, including one that this build
+    /// refuses ([`CommandPattern::refused`]).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `InvalidActor`, `UnknownSession`, `UnknownPattern`.
+    pub fn remove_pattern(&self, id: &str, pattern: &str, actor: &str) -> Result<()> {
+        let id = Id::parse(id)?;
+        validate_actor(actor)?;
+        self.write(|tx, now| grants::remove_pattern(tx, id, pattern, actor, now))
+    }
+
+    /// The command patterns on a session, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `UnknownSession`; [`Error::Storage`](crate::Error::Storage).
+    pub fn patterns(&self, id: &str) -> Result<Vec<CommandPattern>> {
+        let id = Id::parse(id)?;
+        self.storage.snapshot(|r| grants::patterns(r, id))
+    }
+
+    /// Grants an override scope named `name` on a live session for `ttl`, replacing any scope
+    /// of that name. Never inherited and never turned into a posture (rule P4).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `InvalidScopeName`, `InvalidTtl` (zero, or over
+    /// [`MAX_TTL`](crate::MAX_TTL)), `InvalidActor`, `UnknownSession`, `SessionEnded`.
+    pub fn grant_scope(
+        &self,
+        id: &str,
+        name: &str,
+        ttl: std::time::Duration,
+        actor: &str,
+    ) -> Result<Scope> {
+        let id = Id::parse(id)?;
+        grants::validate_scope_name(name)?;
+        validate_actor(actor)?;
+        let ttl = grants::check_ttl(ttl)?;
+        self.write(|tx, now| grants::grant_scope(tx, id, name, ttl, actor, now))
+    }
+
+    /// Revokes a live override scope before it expires.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `InvalidScopeName`, `InvalidActor`, `UnknownSession`, `UnknownScope`.
+    pub fn revoke_scope(&self, id: &str, name: &str, actor: &str) -> Result<()> {
+        let id = Id::parse(id)?;
+        grants::validate_scope_name(name)?;
+        validate_actor(actor)?;
+        self.write(|tx, now| grants::revoke_scope(tx, id, name, actor, now))
+    }
+
+    /// The override scopes on a session, live or not, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `UnknownSession`; [`Error::Storage`](crate::Error::Storage).
+    pub fn scopes(&self, id: &str) -> Result<Vec<Scope>> {
+        let id = Id::parse(id)?;
+        self.storage.snapshot(|r| grants::scopes(r, id))
+    }
+
+    /// May `id` run `command` now? Approve or ask, with the reason (rule A2): an ended or
+    /// unknown session asks; `trust` approves; `trust_reads` approves a command the caller
+    /// classified as `read_only`; patterns approve a line whose every simple command one of the
+    /// session's patterns admits; a live scope approves; otherwise ask. Postures of an earlier
+    /// epoch do not count. Indexed reads, no write, except that a spawned id of a recorded
+    /// session seen for the first time is allocated first (rule P3).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`, `EmptyCommand`; [`Error::Storage`](crate::Error::Storage).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use session_ledger::{Ledger, PostureLevel, Verdict};
+    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("conductor", "alice")?;
+    /// ledger.grant("conductor", PostureLevel::TrustReads, "alice")?;
+    /// assert_eq!(ledger.decide("conductor", "ls -la", true)?.verdict, Verdict::Approve);
+    /// assert_eq!(ledger.decide("conductor", "rm -rf build", false)?.verdict, Verdict::Ask);
+    /// # Ok(()) }
+    /// ```
+    pub fn decide(&self, id: &str, command: &str, read_only: bool) -> Result<Decision> {
+        let id = Id::parse(id)?;
+        if command.is_empty() {
+            return Err(InputError::EmptyCommand.into());
+        }
+        let decide = |now| {
+            self.storage
+                .read(|r| decisions::decide(r, id, command, read_only, now))
+        };
+        if let Some(decision) = decide(self.wall_clock())? {
+            return Ok(decision);
+        }
+        // First sight of a spawned id: its allocation (rule P3), then the decision.
+        let spawned = self.storage.read(|r| sessions::spawn_anchor(r, id))?;
+        if spawned.is_some() {
+            self.write(|tx, now| labels::materialize(tx, id, now))?;
+            if let Some(decision) = decide(self.wall_clock())? {
+                return Ok(decision);
+            }
+        }
+        Ok(Decision::unknown(id))
+    }
+
+    /// Why `id` holds what it holds, in one snapshot: label, posture and grant, grants, audit.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`; `UnknownSession` when `id` is not recorded.
+    pub fn explain(&self, id: &str) -> Result<Explanation> {
+        let id = Id::parse(id)?;
+        let now = self.config.clock.now();
+        self.storage.snapshot(|r| decisions::explain(r, id, now))
+    }
+}
