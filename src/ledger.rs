@@ -54,7 +54,7 @@ impl Ledger {
     /// # Errors
     ///
     /// As [`Ledger::open`]; `NoLedger` when the file does not exist and
-    /// [`Config::create_if_missing`] is false; [`InputError::InvalidConfig`] for a setting the
+    /// [`Config::create_if_missing`] is false; [`InputError::InvalidConfig`](crate::InputError::InvalidConfig) for a setting the
     /// engine cannot take, before anything is opened.
     pub fn open_with(path: impl AsRef<Path>, config: Config) -> Result<Ledger> {
         let storage = Storage::open(path.as_ref(), &config)?;
@@ -69,6 +69,16 @@ impl Ledger {
     /// The schema version of this ledger's engine that this build reads and writes.
     pub fn schema_version(&self) -> i64 {
         self.storage.schema_version()
+    }
+
+    /// True for a [read-only](Config::read_only) handle on a lone copy of a SQLite ledger: a
+    /// file with no `-wal` beside it, in a folder this user cannot write, which SQLite cannot
+    /// open the usual way (a reader of a WAL database needs the `-shm` file and cannot create
+    /// it). The copy is read as it is (SQLite's `immutable=1`), which is safe because without a
+    /// `-wal` every committed row is in the file, and as long as nobody writes it while it is
+    /// read: such a handle would not see the change. Tell the reader so.
+    pub fn is_immutable(&self) -> bool {
+        self.storage.is_immutable()
     }
 
     /// The settings it was opened with.

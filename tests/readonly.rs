@@ -324,8 +324,8 @@ fn an_auditor_without_write_access_lists_the_audit_trail_draws_the_tree_and_expl
     let before = dump(&folder.db)?;
     folder.lock()?;
 
-    let audit = folder.cli_ok(&["--json", "audit"])?;
-    assert_eq!(audit.lines().count(), 7, "{audit}");
+    let audit: Vec<Value> = serde_json::from_str(&folder.cli_ok(&["--json", "audit"])?)?;
+    assert_eq!(audit.len(), 7, "{audit:?}");
     let head = folder.cli_ok(&["audit", "head"])?;
     assert!(head.starts_with("7:"), "{head}");
 
@@ -446,11 +446,81 @@ fn a_write_without_write_access_is_refused_as_read_only_and_changes_nothing() ->
 }
 
 #[test]
-fn a_reader_without_write_access_is_told_plainly_when_the_wal_files_are_missing() -> TestResult {
+fn a_lone_copy_without_its_wal_file_is_read_immutable_by_a_reader_who_cannot_write_its_folder(
+) -> TestResult {
     let folder = Folder::new()?;
     cli_written(&folder)?;
-    // As a ledger last closed by a writer that let SQLite delete them (everything checkpointed).
+    let written = folder.cli_ok(&["--json", "tree"])?;
+    let before = dump(&folder.db)?;
+    // A backup: the file alone, as a writer that let SQLite delete its -wal and -shm leaves it
+    // (everything checkpointed into the file).
     fs::remove_file(folder.dir.path().join("ledger.db-wal"))?;
+    fs::remove_file(folder.dir.path().join("ledger.db-shm"))?;
+    folder.lock()?;
+    let immutable = "opened immutable";
+
+    let verify = folder.cli(&["verify"]);
+    assert!(verify.status.success(), "{}", text(&verify.stderr));
+    assert!(
+        text(&verify.stdout).starts_with("OK: 7 rows verify"),
+        "{}",
+        text(&verify.stdout)
+    );
+    assert!(
+        text(&verify.stderr).contains(immutable),
+        "{}",
+        text(&verify.stderr)
+    );
+    assert_eq!(
+        text(&verify.stderr).lines().count(),
+        1,
+        "{}",
+        text(&verify.stderr)
+    );
+
+    // A first read answers from the inheritance and records nothing, as on any read-only ledger.
+    let state = folder.cli(&["state", "worker"]);
+    assert!(state.status.success(), "{}", text(&state.stderr));
+    assert!(
+        text(&state.stdout).contains("not recorded"),
+        "{}",
+        text(&state.stdout)
+    );
+    assert!(
+        text(&state.stderr).contains(immutable),
+        "{}",
+        text(&state.stderr)
+    );
+    assert_eq!(folder.cli_ok(&["--json", "tree"])?, written);
+    let json = folder.cli(&["--json", "audit", "head"]);
+    let note: Value = serde_json::from_str(&text(&json.stderr))?;
+    assert!(
+        note["note"].as_str().is_some_and(|n| n.contains(immutable)),
+        "{note}"
+    );
+
+    // The stock shell reads it the same way, as docs/audit.md says.
+    let uri = format!("file:{}?immutable=1", folder.db.display());
+    let shell = output(
+        as_reader(common::sqlite3_shell())
+            .args(["-batch", "-init", "/dev/null", "-readonly", &uri])
+            .arg("SELECT count(*) FROM audit"),
+    );
+    assert_eq!(text(&shell.stdout).trim(), "7", "{}", text(&shell.stderr));
+
+    // Nothing was written or created beside it.
+    assert_eq!(folder.listing()?, ["ledger.db"]);
+    folder.unlock()?;
+    assert_eq!(dump(&folder.db)?, before);
+    Ok(())
+}
+
+#[test]
+fn a_reader_without_write_access_is_told_plainly_when_the_shm_file_is_missing_beside_a_wal(
+) -> TestResult {
+    let folder = Folder::new()?;
+    cli_written(&folder)?;
+    // A -wal without its -shm: the -wal may hold rows, so the file alone is not the ledger.
     fs::remove_file(folder.dir.path().join("ledger.db-shm"))?;
     folder.lock()?;
     let out = folder.cli(&["state", "conductor"]);
@@ -458,11 +528,11 @@ fn a_reader_without_write_access_is_told_plainly_when_the_wal_files_are_missing(
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains("ledger.db-wal and") && stderr.contains("write access"),
+        stderr.contains("ledger.db-shm is missing") && stderr.contains("write access"),
         "{stderr}"
     );
-    assert_eq!(folder.listing()?, ["ledger.db"]);
-    // One open with write access puts them back for good.
+    assert_eq!(folder.listing()?, ["ledger.db", "ledger.db-wal"]);
+    // One open with write access puts it back for good.
     folder.unlock()?;
     ok(&folder.db, &["init"])?;
     folder.lock()?;

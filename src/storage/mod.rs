@@ -101,6 +101,13 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// [`StorageError::ReadOnly`](crate::StorageError::ReadOnly) before it begins.
     fn is_read_only(&self) -> bool;
 
+    /// True for a read-only handle that reads a copy as it is, without taking the engine's
+    /// locks, because it could not take them (a SQLite file opened immutable): it does not
+    /// see a writer that changes the ledger meanwhile.
+    fn is_immutable(&self) -> bool {
+        false
+    }
+
     /// Calls `f` once on a connection, outside any explicit transaction.
     fn read(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()>;
 
@@ -164,6 +171,11 @@ impl Storage {
     /// True for a handle opened with [`Config::read_only`].
     pub(crate) fn is_read_only(&self) -> bool {
         self.engine.is_read_only()
+    }
+
+    /// True for a handle that reads a copy as it is ([`Engine::is_immutable`]).
+    pub(crate) fn is_immutable(&self) -> bool {
+        self.engine.is_immutable()
     }
 
     /// Runs `f` on a connection, outside any explicit transaction.

@@ -43,6 +43,8 @@ pub(crate) struct Sqlite {
     pool: r2d2::Pool<open::Manager>,
     location: Location,
     read_only: bool,
+    /// True when opened read-only as an immutable lone copy (`Sqlite::open_read_only`).
+    immutable: bool,
     /// How many connections to the file this handle has opened, the setup connection included.
     #[cfg_attr(not(test), allow(dead_code))]
     opened: Arc<AtomicUsize>,
@@ -122,6 +124,10 @@ impl Engine for Sqlite {
 
     fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn is_immutable(&self) -> bool {
+        self.immutable
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()> {

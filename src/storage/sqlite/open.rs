@@ -184,7 +184,7 @@ impl Sqlite {
         if config.keep_wal_file {
             keep_wal_file(&conn).map_err(|e| classify(e, &path))?;
         }
-        Sqlite::with_pool(conn, file, path, config)
+        Sqlite::with_pool(conn, file, path, config, OpenFlags::empty())
     }
 
     /// Opens the ledger at `path` for reading only ([`Config::read_only`]): every connection
@@ -194,6 +194,14 @@ impl Sqlite {
     /// database included: only a writer makes it one), and a ledger at any other schema
     /// version than this build's: a newer one needs a newer build, an older one a writer to
     /// upgrade it.
+    ///
+    /// A lone copy of a ledger (a backup: the file without its `-wal`) in a folder this user
+    /// cannot write cannot be opened the usual way, because a reader of a WAL database needs
+    /// the `-shm` file and cannot create it. Such a copy is opened *immutable* instead
+    /// (SQLite's `immutable=1`): read as it is, with no lock and no `-shm`. That is safe
+    /// exactly when no `-wal` exists, so that every committed row is in the file, and as long
+    /// as nobody writes it meanwhile, which a reader who cannot write the folder cannot see;
+    /// [`Sqlite::is_immutable`] says that it was opened so, and callers say it to the reader.
     fn open_read_only(path: &Path, config: &Config) -> Result<Sqlite> {
         let path = path.to_path_buf();
         if !path.exists() {
@@ -201,14 +209,38 @@ impl Sqlite {
         }
         refuse_what_is_no_database(&path, false)?;
         let file = literal_path(&path);
-        let failure = |e: rusqlite::Error| read_only_failure(classify(e, &path), &path);
-        let conn = Connection::open_with_flags(&file, open_flags(true, false)).map_err(failure)?;
+        match Sqlite::read_only_connection(&file, OpenFlags::empty(), &path, config) {
+            Err(e) if cannot_open(&e) && !beside(&path, "-wal").exists() => {
+                let uri = immutable_uri(&path)?;
+                let conn =
+                    Sqlite::read_only_connection(&uri, OpenFlags::SQLITE_OPEN_URI, &path, config)
+                        .map_err(|e| read_only_failure(e, &path))?;
+                let mut sqlite =
+                    Sqlite::with_pool(conn, uri, path, config, OpenFlags::SQLITE_OPEN_URI)?;
+                sqlite.immutable = true;
+                Ok(sqlite)
+            }
+            Err(e) => Err(read_only_failure(e, &path)),
+            Ok(conn) => Sqlite::with_pool(conn, file, path, config, OpenFlags::empty()),
+        }
+    }
+
+    /// A read-only connection to `file` (a path, or with `extra` `SQLITE_OPEN_URI` a URI),
+    /// configured, and checked to hold a ledger of this build's schema version.
+    fn read_only_connection(
+        file: &Path,
+        extra: OpenFlags,
+        path: &Path,
+        config: &Config,
+    ) -> Result<Connection> {
+        let failure = |e: rusqlite::Error| classify(e, path);
+        let conn =
+            Connection::open_with_flags(file, open_flags(true, false) | extra).map_err(failure)?;
         configure(&conn, config).map_err(failure)?;
-        let found = migrate::check(&conn, &path).map_err(|e| read_only_failure(e, &path))?;
-        match found {
+        match migrate::check(&conn, path)? {
             migrate::Found::Empty => {
                 return Err(Error::Storage(StorageError::NotALedger(Location::File(
-                    path,
+                    path.to_path_buf(),
                 ))))
             }
             migrate::Found::Ledger { version } if version != migrate::supported_version() => {
@@ -227,7 +259,7 @@ impl Sqlite {
         if config.keep_wal_file {
             keep_wal_file(&conn).map_err(failure)?;
         }
-        Sqlite::with_pool(conn, file, path, config)
+        Ok(conn)
     }
 
     /// Builds the pool, handing it `first` as its first connection.
@@ -236,12 +268,13 @@ impl Sqlite {
         file: PathBuf,
         path: PathBuf,
         config: &Config,
+        extra: OpenFlags,
     ) -> Result<Sqlite> {
         let init_config = config.clone();
         let opened = Arc::new(AtomicUsize::new(1));
         let manager = Manager {
             inner: SqliteConnectionManager::file(&file)
-                .with_flags(open_flags(config.read_only, false))
+                .with_flags(open_flags(config.read_only, false) | extra)
                 .with_init(move |c| {
                     configure(c, &init_config)?;
                     if init_config.keep_wal_file {
@@ -266,6 +299,7 @@ impl Sqlite {
             pool,
             location: Location::File(path),
             read_only: config.read_only,
+            immutable: false,
             opened,
         })
     }
@@ -282,30 +316,65 @@ fn literal_path(path: &Path) -> PathBuf {
     }
 }
 
-/// A read-only open's failure, made clear where SQLite's is not. A ledger is in WAL mode, and a
-/// connection to a WAL database needs its `-wal` and `-shm` files: SQLite creates them when
-/// they are missing, which a reader who may not write the folder cannot do, and SQLite then
-/// says only "unable to open database file". Every writer leaves both files in place when it
-/// closes; a ledger last closed by an older writer may lack them.
-fn read_only_failure(e: Error, path: &Path) -> Error {
-    let cannot_open = match &e {
+/// The file beside the ledger at `path` with `suffix` (`-wal`, `-shm`) after its name.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// True for the failure of a read-only open that could not open the database or its `-shm`
+/// (SQLite's "unable to open database file"), as a reader of a WAL database meets when it may
+/// not create the files beside it.
+fn cannot_open(e: &Error) -> bool {
+    match e {
         Error::Storage(StorageError::ReadOnly(_)) => true,
         e => matches!(
             sqlite_code(e),
             Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
         ),
+    }
+}
+
+/// `file:` URI of the ledger at `path`, read immutable: the absolute path with every byte
+/// outside the URI's unreserved characters and `/` percent-encoded, so that no `?`, `#` or `%`
+/// of a file name is read as part of the URI.
+fn immutable_uri(path: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    let Some(text) = absolute.to_str() else {
+        return Err(Error::from(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "cannot open the lone copy at {} immutable: its path is not UTF-8",
+                path.display()
+            ),
+        )));
     };
-    let beside = |suffix: &str| {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        PathBuf::from(name)
-    };
+    let mut uri = String::from("file:");
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    Ok(PathBuf::from(uri))
+}
+
+/// A read-only open's failure, made clear where SQLite's is not. A ledger is in WAL mode, and a
+/// connection to a WAL database needs its `-wal` and `-shm` files: SQLite creates them when
+/// they are missing, which a reader who may not write the folder cannot do, and SQLite then
+/// says only "unable to open database file". Every writer leaves both files in place when it
+/// closes; a ledger last closed by an older writer may lack them. (A lone copy, with no `-wal`
+/// at all, is read immutable instead: see [`Sqlite::open_read_only`].)
+fn read_only_failure(e: Error, path: &Path) -> Error {
     let missing: Vec<PathBuf> = ["-wal", "-shm"]
         .iter()
-        .map(|suffix| beside(suffix))
+        .map(|suffix| beside(path, suffix))
         .filter(|p| !p.exists())
         .collect();
-    if !cannot_open || missing.is_empty() {
+    if !cannot_open(&e) || missing.is_empty() {
         return e;
     }
     let names: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
