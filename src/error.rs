@@ -442,6 +442,15 @@ impl EngineError {
         self
     }
 
+    /// This failure, with `hint` (what to do about it) after what the engine said.
+    pub(crate) fn with_hint(mut self, hint: &str) -> EngineError {
+        self.detail = Some(match self.detail.take() {
+            Some(detail) => format!("{detail}; {hint}"),
+            None => hint.to_owned(),
+        });
+        self
+    }
+
     /// The engine's own error, to look into it (`downcast_ref`) inside an engine.
     pub(crate) fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
         &*self.source

@@ -260,6 +260,7 @@ fn a_copy_by_a_role_that_does_not_own_the_tables_copies_nothing_and_says_why() -
         panic!("expected a storage error, got {refused:?}");
     };
     assert!(e.to_string().contains("must be owner"), "{e}");
+    assert!(e.to_string().contains("run this as the owner role"), "{e}");
     assert_eq!(target.snapshot(), before);
     Ok(())
 }

@@ -215,3 +215,76 @@ fn the_command_lines_errors_and_the_output_naming_a_ledger_never_show_the_passwo
     assert_no_secret("init", &[text, json.to_string()], &secrets);
     Ok(())
 }
+
+#[test]
+fn a_password_with_an_unencoded_at_sign_is_refused_naming_the_host_meant_and_the_encoding(
+) -> TestResult {
+    // No server is needed: the URL is refused before anything connects.
+    let dir = tempfile::tempdir()?;
+    let secret = "pa55-word";
+    let url = format!("postgresql://session_ledger_app:{secret}@tail@db.example.org:5432/ledger");
+    let err = Ledger::open(&url).expect_err("an '@' in the password");
+    let texts = every_text_of(&err);
+    assert_eq!(err.kind(), "invalid_config", "{}", texts[0]);
+    assert!(texts[0].contains("\"db.example.org\""), "{}", texts[0]);
+    assert!(texts[0].contains("%40"), "{}", texts[0]);
+    assert_no_secret("an '@' in the password", &texts, &[secret, "tail"]);
+    let r = cli::run_raw(dir.path(), &["--db", &url, "state", "x"]);
+    assert_fails_without_secret(&r, "the CLI", false, &[secret, "tail"]);
+    assert!(r.stderr.contains("%40"), "{}", r.stderr);
+    Ok(())
+}
+
+#[test]
+fn a_host_that_cannot_be_found_is_named_in_the_error_without_the_password() -> TestResult {
+    let secret = "pa55-word-9e1";
+    let url = format!("postgresql://session_ledger_app:{secret}@no-such-host.invalid:5432/ledger");
+    let err = Ledger::open(&url).expect_err("no such host");
+    let texts = every_text_of(&err);
+    assert!(
+        texts[0].contains("no-such-host.invalid:5432"),
+        "{}",
+        texts[0]
+    );
+    assert!(texts[0].contains("percent-encoded"), "{}", texts[0]);
+    assert_no_secret("an unknown host", &texts, &[secret]);
+    Ok(())
+}
+
+#[test]
+fn init_and_copy_as_a_role_that_may_not_create_the_tables_say_to_run_them_as_the_owner(
+) -> TestResult {
+    let Some(fx) = cli::Fixture::empty_on(Engine::Postgres) else {
+        return Ok(());
+    };
+    // The application role, on the fixture's empty schema, where it may create nothing.
+    let app_base = std::env::var("SESSION_LEDGER_TEST_POSTGRES_APP")?;
+    let owner = fx.store().target();
+    let (_, search_path) = owner
+        .split_once('?')
+        .ok_or("the fixture's URL sets search_path")?;
+    let app = format!("{app_base}?{search_path}");
+    let source = fx.dir().join("source.db");
+    cli::ok(&source, &["init"])?;
+    cli::ok(&source, &["create", "conductor", "--actor", "alice"])?;
+    let source = source.to_str().ok_or("a UTF-8 path")?;
+    for args in [
+        vec!["--db", app.as_str(), "init"],
+        vec!["copy", "--from", source, "--to", app.as_str()],
+    ] {
+        let r = cli::run_raw(fx.dir(), &args);
+        let what = args.join(" ");
+        cli::assert_clean_failure(&r, &what);
+        assert!(
+            r.stderr.contains("run this as the owner role"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert_no_secret(
+            &what,
+            std::slice::from_ref(&r.stderr),
+            &[&password_of(&app)],
+        );
+    }
+    Ok(())
+}

@@ -270,6 +270,7 @@ impl Engine for Postgres {
 
     fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {
         self.transaction(&mut |tx| transfer::import(tx, &self.location, f))
+            .map_err(for_the_owner)
     }
 }
 
@@ -338,6 +339,40 @@ impl From<postgres::Error> for Error {
         EngineError::new("postgres", busy, e)
             .with_detail(detail)
             .into()
+    }
+}
+
+/// What to do when a role lacks a privilege only the schema's owner has.
+const RUN_AS_OWNER: &str = "creating, upgrading or copying into a ledger needs the role that owns \
+     its schema: run this as the owner role (docs/postgres.md, \"Setting up the database and the \
+     roles\")";
+
+/// `e`, saying to run as the owner role when the server refused it for a missing privilege
+/// (SQLSTATE `42501`, found anywhere in its sources: refinery wraps the server's error): for
+/// the steps that only the owner may take, creating or upgrading the schema and copying into
+/// it.
+fn for_the_owner(e: Error) -> Error {
+    let Error::Storage(StorageError::Engine(engine)) = e else {
+        return e;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(engine.inner());
+    let mut refused = false;
+    while let Some(s) = source {
+        let code = match (
+            s.downcast_ref::<postgres::Error>(),
+            s.downcast_ref::<postgres::error::DbError>(),
+        ) {
+            (Some(pg), _) => pg.code(),
+            (None, Some(db)) => Some(db.code()),
+            (None, None) => None,
+        };
+        refused |= code == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
+        source = s.source();
+    }
+    if refused {
+        engine.with_hint(RUN_AS_OWNER).into()
+    } else {
+        engine.into()
     }
 }
 

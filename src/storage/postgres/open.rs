@@ -9,7 +9,7 @@ use postgres::config::Host;
 use postgres::NoTls;
 use r2d2_postgres::PostgresConnectionManager;
 
-use super::{migrate, PgConn, Postgres};
+use super::{for_the_owner, migrate, PgConn, Postgres};
 use crate::config::Config;
 use crate::error::{Error, InputError, Location, Result, StorageError};
 
@@ -110,8 +110,11 @@ impl Postgres {
                 "not a PostgreSQL URL: {e}"
             )))
         })?;
+        refuse_hosts_holding_a_password(&pg)?;
         let location = describe(&pg);
-        let mut client = pg.connect(NoTls)?;
+        let mut client = pg
+            .connect(NoTls)
+            .map_err(|e| connect_failure(Error::from(e), &location))?;
         configure(&mut client, config.read_only)?;
         match migrate::check(&mut client, &location)? {
             migrate::Found::Ledger { version } if version == migrate::supported_version() => {
@@ -123,7 +126,7 @@ impl Postgres {
             migrate::Found::Empty if !config.create_if_missing => {
                 return Err(StorageError::NoLedger(location).into())
             }
-            _ => migrate::run(&mut client, &location)?,
+            _ => migrate::run(&mut client, &location).map_err(for_the_owner)?,
         }
         let manager = Manager {
             inner: PostgresConnectionManager::new(pg, NoTls),
@@ -146,6 +149,45 @@ impl Postgres {
             lock_timeout: format!("{}ms", config.busy_timeout.as_millis().max(1)),
         })
     }
+}
+
+/// Refuses a URL whose host holds an `@`: a password (or user name) with an `@` that is not
+/// percent-encoded ends the user part early, and the rest of the password is read as the host.
+/// The message names the host that was meant (what follows the last `@`) and the encoding, and
+/// never the part before it, which is the password's.
+fn refuse_hosts_holding_a_password(pg: &postgres::Config) -> Result<()> {
+    for host in pg.get_hosts() {
+        if let Host::Tcp(name) = host {
+            if let Some((_, meant)) = name.rsplit_once('@') {
+                return Err(InputError::InvalidConfig(format!(
+                    "the URL's host holds an '@': an '@' in the user name or password must be \
+                     percent-encoded, or what follows it is read as part of the host (the host \
+                     meant is probably {meant:?}); encode @ as %40, / as %2F, : as %3A, % as \
+                     %25, # as %23 and ? as %3F"
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A failure to connect, naming the server and database it tried (never the password) and,
+/// for a host name that could not be looked up, what to check.
+fn connect_failure(e: Error, location: &Location) -> Error {
+    let Error::Storage(StorageError::Engine(engine)) = e else {
+        return e;
+    };
+    let lookup = engine.to_string().contains("failed to lookup address");
+    let hint = if lookup {
+        format!(
+            "could not find the host of {location}: check its name, and that special \
+             characters of the user name and password are percent-encoded"
+        )
+    } else {
+        format!("connecting to {location}")
+    };
+    engine.with_hint(&hint).into()
 }
 
 /// Whether the role may write the ledger: append to its audit trail, which every change does.
