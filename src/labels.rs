@@ -10,6 +10,8 @@
 //! This module owns reading, materializing and raising labels. It records spawned ids through
 //! `crate::sessions` and audit rows through `crate::audit`.
 
+use std::fmt;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
@@ -101,7 +103,7 @@ impl SessionState {
 }
 
 /// What a raise asks for: a class to raise to, the untrusted flag, or both.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Raise {
     /// Raise the taint class to at least this.
     pub taint: Option<Taint>,
@@ -123,17 +125,36 @@ impl Raise {
     }
 }
 
-/// The result of a raise.
+/// The result of a raise. Its `Display` says what changed, or why nothing did: labels only
+/// rise, so a class below the session's leaves the label as it is, and the text says so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RaiseOutcome {
     /// The session raised.
     pub session: String,
+    /// What the raise asked for.
+    pub requested: Raise,
     /// The label before the raise (after any first-read inheritance).
     pub before: Label,
     /// The label after it.
     pub after: Label,
     /// False when the label already dominated the request: nothing was written.
     pub changed: bool,
+}
+
+impl fmt::Display for RaiseOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = &self.session;
+        let (before, after) = (self.before, self.after);
+        match self.requested.taint {
+            _ if self.changed => write!(f, "{id}: {before} -> {after}"),
+            Some(asked) if asked < before.taint => write!(
+                f,
+                "{id}: stays {after}; nothing changed: labels only rise, and {asked} is below {}",
+                before.taint
+            ),
+            _ => write!(f, "{id}: already {after}; nothing changed"),
+        }
+    }
 }
 
 /// The stored state of a materialized session; `None` when it is not materialized.
@@ -252,10 +273,11 @@ fn spawned_posture(
 pub(crate) fn raise(
     tx: &mut dyn Write,
     id: Id<'_>,
-    requested: Label,
+    asked: Raise,
     actor: &str,
     now: DateTime<Utc>,
 ) -> Result<RaiseOutcome> {
+    let requested = asked.requested()?;
     // The stored label alone when there is one: a raise needs nothing else of the session's
     // state. Otherwise the session inherits first (rule L5).
     let before = match tx.read().label(id)? {
@@ -280,6 +302,7 @@ pub(crate) fn raise(
     }
     Ok(RaiseOutcome {
         session: id.as_str().to_owned(),
+        requested: asked,
         before,
         after,
         changed,

@@ -46,7 +46,7 @@ impl Ledger {
     /// and gives its label to the child and every unmaterialized session on the way, with a
     /// `label.inherit` row each; a spawned id with no row (L3) first records its parsed chain.
     /// Any other unknown id (L4) reads as the default with `known: false`, writing nothing. On
-    /// a [read-only](Config::read_only) handle a first read answers the same and writes
+    /// a [read-only](crate::Config::read_only) handle a first read answers the same and writes
     /// nothing: `materialized` is [`Materialized::Unrecorded`](crate::Materialized::Unrecorded).
     ///
     /// # Errors
@@ -105,8 +105,8 @@ impl Ledger {
     pub fn raise(&self, id: &str, raise: Raise, actor: &str) -> Result<RaiseOutcome> {
         let id = Id::parse(id)?;
         validate_actor(actor)?;
-        let requested = raise.requested()?;
-        self.write(|tx, now| labels::raise(tx, id, requested, actor, now))
+        raise.requested()?;
+        self.write(|tx, now| labels::raise(tx, id, raise, actor, now))
     }
 
     /// Ends a live session and its spawned sub-agents (created children stay live), each a

@@ -62,6 +62,17 @@ pub struct Label {
     pub untrusted: bool,
 }
 
+impl fmt::Display for Label {
+    /// `secret`, or `private, untrusted`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.untrusted {
+            write!(f, "{}, untrusted", self.taint)
+        } else {
+            write!(f, "{}", self.taint)
+        }
+    }
+}
+
 impl Default for Label {
     /// `private` and trusted: the label of a root and of any id the ledger does not know.
     fn default() -> Label {
