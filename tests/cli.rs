@@ -351,13 +351,15 @@ fn raise_prints_before_and_after_or_that_nothing_changed_in_text_and_json(
     assert_eq!(rows[0]["actor"], "carol", "{rows:?}");
     assert_eq!(
         ok(&fx, &["raise", "conductor", "--taint", "public"])?,
-        "conductor: already secret, untrusted; nothing changed\n"
+        "conductor: stays secret, untrusted; nothing changed: labels only rise, and public is \
+         below secret\n"
     );
     ok(&fx, &["create", "fresh"])?;
     assert_eq!(
         ok_json(&fx, &["raise", "fresh", "--taint", "secret"])?,
         json!({
             "session": "fresh",
+            "requested": { "taint": "secret", "untrusted": false },
             "before": { "taint": "private", "untrusted": false },
             "after": { "taint": "secret", "untrusted": false },
             "changed": true,

@@ -353,13 +353,22 @@ fn verify_refuses_a_malformed_head_or_from_with_one_line_and_exit_1_before_readi
 // audit
 // ------------------------------------------------------------------------------------------------
 
-fn audit_json_prints_one_object_per_line_with_exactly_the_documented_fields(
+fn audit_json_prints_one_array_of_objects_with_exactly_the_documented_fields(
     engine: Engine,
 ) -> TestResult {
     let Some(fx) = Fixture::scenario_on(engine)? else {
         return Ok(());
     };
-    let out = ok(&fx, &["--json", "audit"])?;
+    let out = ok(&fx, &["--json-lines", "audit"])?;
+    let lines: Vec<Value> = out
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    assert_eq!(
+        lines,
+        audit_lines(&fx, &[])?,
+        "--json-lines and --json list the same rows"
+    );
     let expected = BTreeSet::from([
         "seq",
         "at",
@@ -408,11 +417,18 @@ fn audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_d
     let Some(fx) = Fixture::scenario_on(engine)? else {
         return Ok(());
     };
-    let expected: Vec<String> = audit_lines(&fx, &[])?
+    let rows = audit_lines(&fx, &[])?;
+    // Each column is as wide as its widest value.
+    let width = |f: &dyn Fn(&Value) -> String| rows.iter().map(|r| f(r).len()).max().unwrap_or(0);
+    let seq_w = width(&|r| r["seq"].to_string());
+    let actor_w = width(&|r| text(&r["actor"]).to_owned());
+    let kind_w = width(&|r| text(&r["kind"]).to_owned());
+    let session_w = width(&|r| r["session"].as_str().unwrap_or("-").to_owned());
+    let expected: Vec<String> = rows
         .iter()
         .map(|r| {
             format!(
-                "{:>5}  {}  {:<10}  {:<22}  {:<16}  {}",
+                "{:>seq_w$}  {}  {:<actor_w$}  {:<kind_w$}  {:<session_w$}  {}",
                 r["seq"].as_i64().unwrap_or_default(),
                 text(&r["at"]),
                 text(&r["actor"]),
@@ -572,13 +588,9 @@ fn audit_page(
     let r = run(db, &all);
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     let seqs = if json {
-        r.stdout
-            .lines()
-            .map(|l| {
-                Ok(serde_json::from_str::<Value>(l)?["seq"]
-                    .as_i64()
-                    .ok_or("seq")?)
-            })
+        serde_json::from_str::<Vec<Value>>(&r.stdout)?
+            .iter()
+            .map(|row| Ok(row["seq"].as_i64().ok_or("seq")?))
             .collect::<TestResult<Vec<i64>>>()?
     } else {
         r.stdout
@@ -938,7 +950,7 @@ engine_tests! {
     verify_prints_failed_at_the_first_bad_row_exits_1_and_under_json_names_an_unverified_chain,
     audit_head_prints_seq_colon_hash_of_the_last_row_in_text_and_json,
     a_head_saved_with_audit_head_verifies_later_with_head_and_with_from,
-    audit_json_prints_one_object_per_line_with_exactly_the_documented_fields,
+    audit_json_prints_one_array_of_objects_with_exactly_the_documented_fields,
     audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail,
     audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does,
     audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match,

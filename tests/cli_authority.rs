@@ -141,10 +141,10 @@ fn revoke_preview_prints_who_a_cascade_would_change_and_its_token_in_text_and_js
         ok_unchanged(&fx, &["revoke", "conductor", "--preview"])?,
         format!(
             "a cascade from conductor would change 5 sessions:\n\
-             \x20 conductor  depth 0  trust (granted)\n\
-             \x20 helper  depth 1  trust (inherited)\n\
-             \x20 worker  depth 1  trust (inherited)\n\
-             \x20 grandchild  depth 2  trust (inherited)\n\
+             \x20 conductor     depth 0  trust (granted)\n\
+             \x20 helper        depth 1  trust (inherited)\n\
+             \x20 worker        depth 1  trust (inherited)\n\
+             \x20 grandchild    depth 2  trust (inherited)\n\
              \x20 sub-worker-1  depth 2  trust (inherited)\n\
              token: {token}\n\
              apply: session-ledger revoke conductor --cascade --token {token}\n"
@@ -164,7 +164,7 @@ fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json(
         "revoked 1 posture (local from worker)\n\
          \x20 worker  depth 1  trust (inherited)\n\
          2 descendants still hold a posture inherited through worker:\n\
-         \x20 grandchild  depth 2  trust (inherited)\n\
+         \x20 grandchild    depth 2  trust (inherited)\n\
          \x20 sub-worker-1  depth 2  trust (inherited)\n"
     );
     let local = fx.json(&["revoke", "conductor", "--local"])?;
@@ -193,7 +193,7 @@ fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json(
     assert_eq!(
         fx.ok(&["revoke-all"])?,
         "revoked 2 postures (global)\n\
-         \x20 bystander  depth 0  trust (granted)\n\
+         \x20 bystander     depth 0  trust (granted)\n\
          \x20 sub-worker-1  depth 2  trust (inherited)\n"
     );
     assert_eq!(
@@ -247,7 +247,7 @@ fn a_trusted_conductors_worker_is_born_trusted_until_a_previewed_cascade_applied
         "the cascade left its tree"
     );
     assert_eq!(fx.posture_rows()?, ["bystander:trust"]);
-    let revokes = ok_json_lines(&fx, &["audit", "--kind", "posture.revoke"])?;
+    let revokes = ok_json_array(&fx, &["audit", "--kind", "posture.revoke"])?;
     assert_eq!(revokes.len(), 2, "{revokes:?}");
     for r in &revokes {
         assert_eq!(r["actor"], "carol", "{r}");
@@ -322,7 +322,7 @@ fn pattern_add_list_and_remove_print_in_text_and_json(engine: Engine) -> TestRes
         "{out}"
     );
 
-    let listed = ok_json_lines(&fx, &["pattern", "list", "reviewer"])?;
+    let listed = ok_json_array(&fx, &["pattern", "list", "reviewer"])?;
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for p in &listed {
         assert_eq!(
@@ -409,13 +409,16 @@ fn scope_grant_list_and_revoke_print_in_text_and_json(engine: Engine) -> TestRes
         "--actor",
         "bob",
     ])?;
-    let listed = ok_json_lines(&fx, &["scope", "list", "conductor"])?;
+    let listed = ok_json_array(&fx, &["scope", "list", "conductor"])?;
     assert_eq!(listed.len(), 2, "{listed:?}");
     assert_eq!(listed[0], scope);
     let ops_until = text(&listed[1]["expires_at"]);
     assert_eq!(
         granted,
-        format!("conductor: scope ops granted until {ops_until}\n")
+        format!(
+            "conductor: scope ops granted: every command of conductor is approved until \
+             {ops_until} (a scope limits no command; a pattern does)\n"
+        )
     );
     assert_eq!(
         fx.ok(&["scope", "list", "conductor"])?,
@@ -433,7 +436,7 @@ fn scope_grant_list_and_revoke_print_in_text_and_json(engine: Engine) -> TestRes
         fx.json(&["scope", "revoke", "conductor", "deploy:prod"])?,
         json!({ "session": "conductor", "scope": "deploy:prod", "revoked": true })
     );
-    let listed = ok_json_lines(&fx, &["scope", "list", "conductor"])?;
+    let listed = ok_json_array(&fx, &["scope", "list", "conductor"])?;
     let revoked: Vec<&str> = listed.iter().map(|s| text(&s["revoked_at"])).collect();
     assert!(revoked.iter().all(|at| !at.is_empty()), "{listed:?}");
     assert_eq!(
@@ -480,7 +483,7 @@ fn decide_prints_the_verdict_and_what_admitted_it_or_why_it_asks_in_text_and_jso
     let until = text(&scope["expires_at"]);
     let grandchild_trust = "trust inherited via conductor > worker > grandchild from alice's \
                             grant on conductor";
-    let scoped = format!("scope ops granted by dave, until {until}");
+    let scoped = format!("scope ops granted by dave: every command, until {until}");
     // (session, --read-only, command words after `--`, reason's kind, the text line)
     let cases: &[(&str, bool, &[&str], &str, &str)] = &[
         (

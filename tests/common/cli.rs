@@ -168,21 +168,13 @@ pub fn ok_json(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Value> {
         .map_err(|e| format!("`{}` printed no JSON value ({e}): {out:?}", all.join(" ")).into())
 }
 
-/// Runs the binary with `--json`, requires success, and parses each stdout line as JSON.
-pub fn ok_json_lines(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Vec<Value>> {
-    let all = with_json(args);
-    ok(db, &all)?
-        .lines()
-        .map(|l| {
-            serde_json::from_str(l).map_err(|e| {
-                format!(
-                    "`{}` printed a line that is not JSON ({e}): {l:?}",
-                    all.join(" ")
-                )
-                .into()
-            })
-        })
-        .collect()
+/// Runs the binary with `--json` on a listing, requires success, and returns the items of the
+/// one array it printed.
+pub fn ok_json_array(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Vec<Value>> {
+    match ok_json(db, args)? {
+        Value::Array(items) => Ok(items),
+        other => Err(format!("`--json {}` printed no array: {other}", args.join(" ")).into()),
+    }
 }
 
 /// The keys of a JSON object (none for any other value).
@@ -317,11 +309,11 @@ pub fn rows(conn: &rusqlite::Connection, sql: &str) -> TestResult<Vec<String>> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// `--json audit FILTERS...`: one JSON object a line.
+/// `--json audit FILTERS...`: the rows of its one array.
 pub fn audit_lines(db: &(impl Db + ?Sized), filters: &[&str]) -> TestResult<Vec<Value>> {
     let mut args = vec!["audit"];
     args.extend_from_slice(filters);
-    ok_json_lines(db, &args)
+    ok_json_array(db, &args)
 }
 
 /// Every row of every table, as stored, sorted: to show that a command wrote nothing.

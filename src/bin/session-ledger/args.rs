@@ -5,25 +5,44 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-/// An embedded ledger of agent sessions: who created whom, and the labels that follow.
+/// A ledger of agent sessions, in a SQLite file or a PostgreSQL database: who created whom,
+/// and the labels and postures that follow the dispatch tree.
 #[derive(Debug, Parser)]
 #[command(name = "session-ledger", version, about, long_about = None)]
 pub struct Cli {
-    /// The ledger file.
+    /// The ledger: a SQLite file's path, or a postgres:// or postgresql:// URL. A URL with a
+    /// password is best given in $SESSION_LEDGER_DB, which no help or message ever shows.
+    // `hide_env_values`: clap would otherwise print the variable's value in every help text,
+    // and with a URL that value holds a password.
     #[arg(
         long,
         global = true,
         env = "SESSION_LEDGER_DB",
-        default_value = "session-ledger.db"
+        hide_env_values = true,
+        default_value = "session-ledger.db",
+        value_name = "FILE_OR_URL"
     )]
     pub db: PathBuf,
 
-    /// Print JSON instead of text; an error is then one JSON object on stderr, {"kind", "message"}.
+    /// Print JSON instead of text: one JSON value, a listing as one array (even when empty); an
+    /// error is then one JSON object on stderr, {"kind", "message"}.
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Print JSON, a listing (tree, audit, pattern list, scope list) as one JSON object a line
+    /// instead of one array; implies --json.
+    #[arg(long, global = true)]
+    pub json_lines: bool,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// How the command prints, from `--json` and `--json-lines`.
+    pub fn format(&self) -> crate::render::Format {
+        crate::render::Format::from_flags(self.json, self.json_lines)
+    }
 }
 
 /// What to do: one of the commands on a ledger, or the demo, which runs some of them itself.
@@ -55,7 +74,8 @@ pub enum Command {
 /// The commands on the ledger at `--db` (and `pattern test`, which needs none).
 #[derive(Debug, Subcommand)]
 pub enum LedgerCommand {
-    /// Create the ledger file (or bring an existing one up to date).
+    /// Create the ledger (a SQLite file, or the tables in a PostgreSQL database, as the role
+    /// that owns them), or bring an existing one up to date.
     Init,
     /// Record a session: a root, or a child created by a live session.
     Create {
@@ -158,8 +178,9 @@ pub enum LedgerCommand {
         /// The session's id.
         id: String,
     },
-    /// Check the whole file: SQLite's integrity check and that every reference resolves;
-    /// exit 0 only when both pass. Reads every page, so it takes as long as the file is large.
+    /// Check the whole ledger: that every row can be read (SQLite's integrity_check; on
+    /// PostgreSQL, every table read whole) and that every reference resolves; exit 0 only when
+    /// both pass. Reads everything, so it takes as long as the ledger is large.
     Check,
     /// Grant a posture on a session: full trust, or trust for read-only commands.
     #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]
@@ -206,7 +227,8 @@ pub enum LedgerCommand {
     /// Command patterns: grants for one session, never inherited.
     #[command(subcommand)]
     Pattern(PatternCommand),
-    /// Override scopes: named grants with an expiry, never inherited.
+    /// Override scopes: each approves every command of its session until it expires or is
+    /// revoked; never inherited.
     #[command(subcommand)]
     Scope(ScopeCommand),
     /// Decide whether a session may run a command now; exits 0 for approve and ask alike.
@@ -279,13 +301,16 @@ pub enum PatternCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ScopeCommand {
-    /// Grant an override scope for a time: --ttl 30s, 15m, 2h, 1d.
+    /// Grant an override scope: while it is live, EVERY command of the session is approved,
+    /// until it expires (--ttl 30s, 15m, 2h, 1d) or is revoked. Its name is a label for people
+    /// and limits nothing; to allow only some commands, add a pattern (`pattern add`).
     Grant {
         /// The session's id.
         id: String,
-        /// The scope's name.
+        /// The scope's name: a label for people (`deploy`, `incident-42`); it limits nothing.
         name: String,
-        /// How long it lasts.
+        /// How long every command is approved: a positive whole number and s, m, h or d,
+        /// at most 366d.
         #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
         ttl: String,
         /// Who is doing this.

@@ -3,6 +3,7 @@
 //! renderer. A command that is more than an open and one call has a function of its own. Who
 //! acts (`--actor` and its defaults) is decided here too.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::path::Path;
 
@@ -13,18 +14,32 @@ use session_ledger::{
 
 use crate::args::{AuditCommand, EpochCommand, LedgerCommand, PatternCommand, ScopeCommand};
 use crate::error::CliError;
-use crate::render::{self, Report};
+use crate::render::{self, Format, Report};
 
-/// Where a command runs: the ledger file, and who acts when it is given no `--actor`.
+/// Where a command runs: the ledger, and who acts when it is given no `--actor`.
 pub struct Context<'a> {
-    /// The ledger file (`--db`).
+    /// The ledger: a file or a URL (`--db`).
     pub db: &'a Path,
     /// Who acts without `--actor`: `None` asks the environment (see [`actor`]); the demo names
     /// its own operator, as if `$SESSION_LEDGER_ACTOR` were set.
     pub default_actor: Option<&'a str>,
+    /// Set when a read command opened the ledger as an immutable lone copy, which the reader
+    /// is then told on stderr.
+    read_immutable: Cell<bool>,
 }
 
-/// Runs `command`: its library call, its output on `out` (text, or JSON with `json`), and a
+impl<'a> Context<'a> {
+    /// A command's context: the ledger at `db`, and who acts without `--actor`.
+    pub fn new(db: &'a Path, default_actor: Option<&'a str>) -> Context<'a> {
+        Context {
+            db,
+            default_actor,
+            read_immutable: Cell::new(false),
+        }
+    }
+}
+
+/// Runs `command`: its library call, its output on `out` in `format`, and a
 /// note for the reader on `notes` (the next page of `audit --limit`). A `verify` or `check` that
 /// found problems prints its report and then fails. Returns what was printed.
 ///
@@ -34,14 +49,21 @@ pub struct Context<'a> {
 /// or [`CliError::Unverified`] and [`CliError::CheckFailed`] after their report.
 pub fn run(
     ctx: &Context<'_>,
-    json: bool,
+    format: Format,
     command: &LedgerCommand,
     out: &mut dyn Write,
     notes: &mut dyn Write,
 ) -> Result<Report, CliError> {
     let report = execute(ctx, command)?;
-    render::report(out, json, &report)?;
-    if let Some(note) = render::note(json, &report) {
+    render::report(out, format, &report)?;
+    let immutable = ctx
+        .read_immutable
+        .get()
+        .then(|| render::immutable_note(format.is_json(), ctx.db));
+    for note in immutable
+        .into_iter()
+        .chain(render::note(format.is_json(), &report))
+    {
         out.flush()?;
         // A closed stderr has nobody to tell.
         let _ = writeln!(notes, "{note}");
@@ -58,7 +80,7 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
     match command {
         LedgerCommand::Init => init(ctx),
         LedgerCommand::Create { id, by, actor } => create(ctx, id, by.as_deref(), actor),
-        LedgerCommand::State { id } => Ok(Report::State(open_for_reading(ctx.db)?.state(id)?)),
+        LedgerCommand::State { id } => Ok(Report::State(open_for_reading(ctx)?.state(id)?)),
         LedgerCommand::Raise {
             id,
             taint,
@@ -70,7 +92,7 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             Ok(Report::Ended(ledger.end(id, &acting(ctx, actor)?)?))
         }
         LedgerCommand::Tree { id } => {
-            let ledger = open_for_reading(ctx.db)?;
+            let ledger = open_for_reading(ctx)?;
             Ok(Report::Tree(match id {
                 Some(id) => ledger.tree(id)?,
                 None => ledger.forest()?,
@@ -79,7 +101,7 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         LedgerCommand::Audit {
             command: Some(AuditCommand::Head),
             ..
-        } => Ok(Report::Head(open_for_reading(ctx.db)?.audit_head()?)),
+        } => Ok(Report::Head(open_for_reading(ctx)?.audit_head()?)),
         LedgerCommand::Audit {
             command: None,
             session,
@@ -101,9 +123,9 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         }
         LedgerCommand::Verify { head, from } => verify(ctx, head.as_deref(), from.as_deref()),
         LedgerCommand::Explain { id } => Ok(Report::Explained(Box::new(
-            open_for_reading(ctx.db)?.explain(id)?,
+            open_for_reading(ctx)?.explain(id)?,
         ))),
-        LedgerCommand::Check => Ok(Report::Checked(open_for_reading(ctx.db)?.check()?)),
+        LedgerCommand::Check => Ok(Report::Checked(open_for_reading(ctx)?.check()?)),
         LedgerCommand::Trust {
             id, full, actor, ..
         } => trust(ctx, id, *full, actor),
@@ -139,7 +161,7 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             Ok(Report::EpochStarted(start))
         }
         LedgerCommand::Epoch(EpochCommand::Show) => {
-            Ok(Report::Epoch(open_for_reading(ctx.db)?.current_epoch()?))
+            Ok(Report::Epoch(open_for_reading(ctx)?.current_epoch()?))
         }
     }
 }
@@ -206,17 +228,14 @@ fn raise(
     let taint = taint.map(str::parse::<Taint>).transpose()?;
     let ledger = open_existing(ctx.db)?;
     let outcome = ledger.raise(id, Raise { taint, untrusted }, &acting(ctx, actor)?)?;
-    Ok(Report::Raised {
-        id: id.to_owned(),
-        outcome,
-    })
+    Ok(Report::Raised(outcome))
 }
 
 /// `audit`: one page of `query`, newest `limit` rows, and where the next page starts.
 fn audit(ctx: &Context<'_>, mut query: AuditQuery, limit: Option<u32>) -> Result<Report, CliError> {
     // One row more than the page, to know whether an older page follows.
     query.limit = limit.map(|n| n.saturating_add(1));
-    let ledger = open_for_reading(ctx.db)?;
+    let ledger = open_for_reading(ctx)?;
     let mut rows = ledger.audit(&query)?;
     let more = limit.is_some_and(|n| rows.len() > n as usize);
     if more {
@@ -234,7 +253,7 @@ fn audit(ctx: &Context<'_>, mut query: AuditQuery, limit: Option<u32>) -> Result
 fn verify(ctx: &Context<'_>, head: Option<&str>, from: Option<&str>) -> Result<Report, CliError> {
     let saved = head.map(str::parse::<AuditHead>).transpose()?;
     let from = from.map(str::parse::<AuditHead>).transpose()?;
-    let ledger = open_for_reading(ctx.db)?;
+    let ledger = open_for_reading(ctx)?;
     let verification = match &from {
         Some(from) => ledger.verify_from(from)?,
         None => ledger.verify(saved.as_ref())?,
@@ -331,9 +350,7 @@ fn pattern(ctx: &Context<'_>, command: &PatternCommand) -> Result<Report, CliErr
                 pattern: pattern.clone(),
             })
         }
-        PatternCommand::List { id } => {
-            Ok(Report::Patterns(open_for_reading(ctx.db)?.patterns(id)?))
-        }
+        PatternCommand::List { id } => Ok(Report::Patterns(open_for_reading(ctx)?.patterns(id)?)),
     }
 }
 
@@ -363,7 +380,7 @@ fn scope(ctx: &Context<'_>, command: &ScopeCommand) -> Result<Report, CliError> 
                 name: name.clone(),
             })
         }
-        ScopeCommand::List { id } => Ok(Report::Scopes(open_for_reading(ctx.db)?.scopes(id)?)),
+        ScopeCommand::List { id } => Ok(Report::Scopes(open_for_reading(ctx)?.scopes(id)?)),
     }
 }
 
@@ -418,10 +435,20 @@ fn open_existing(path: &Path) -> Result<Ledger, Error> {
 /// Opens the ledger for a command that only reads (`state`, `tree`, `audit`, `verify`,
 /// `explain`, `check`, the lists): for writing when this user may write the file, as every
 /// command did before, so that it also upgrades an older ledger; read-only otherwise, so that
-/// it works with read permission alone. A `state` on a read-only ledger answers a first read
+/// it works with read permission alone, a lone copy without its `-wal` included (read as an
+/// immutable copy, and the reader is told so). A `state` on a read-only ledger answers a first read
 /// from the inheritance without recording it, and says so. The file's permissions are looked
 /// at first, so that a reader opens one connection, not a refused one and then another.
-fn open_for_reading(path: &Path) -> Result<Ledger, Error> {
+fn open_for_reading(ctx: &Context<'_>) -> Result<Ledger, Error> {
+    let ledger = open_for_reading_at(ctx.db)?;
+    if ledger.is_immutable() {
+        ctx.read_immutable.set(true);
+    }
+    Ok(ledger)
+}
+
+/// [`open_for_reading`] the ledger at `path`.
+fn open_for_reading_at(path: &Path) -> Result<Ledger, Error> {
     // Opened and closed before SQLite opens the file: closing a descriptor drops every POSIX
     // lock this process holds on the file, and at this point it holds none.
     let writable = std::fs::OpenOptions::new()

@@ -123,7 +123,9 @@ impl Demo<'_> {
         self.step(&["verify"], "the hash chain, as docs/audit.md explains")?;
         writeln!(
             self.out,
-            "\nlook inside: sqlite3 -readonly {path} 'SELECT * FROM session_tree'"
+            "\nlook inside: sqlite3 -readonly -header -column {} \
+             'SELECT path, origin, taint, untrusted, materialized_how FROM session_tree ORDER BY path'",
+            shell_words(&[path.as_str()])
         )?;
         Ok(())
     }
@@ -177,12 +179,9 @@ impl Demo<'_> {
         let Command::Ledger(command) = &cli.command else {
             return Err(CliError::Usage("the demo does not run itself".into()));
         };
-        let ctx = Context {
-            db: &cli.db,
-            default_actor: Some(ACTOR),
-        };
+        let ctx = Context::new(&cli.db, Some(ACTOR));
         let mut notes = Vec::new();
-        let report = commands::run(&ctx, cli.json, command, &mut *self.out, &mut notes);
+        let report = commands::run(&ctx, cli.format(), command, &mut *self.out, &mut notes);
         self.out.write_all(&notes)?;
         report
     }

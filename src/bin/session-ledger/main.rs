@@ -35,7 +35,7 @@ fn main() -> ExitCode {
             let json = std::env::args_os()
                 .skip(1)
                 .take_while(|a| a != "--")
-                .any(|a| a == "--json");
+                .any(|a| a == "--json" || a == "--json-lines");
             let message = format!("{} (see --help)", args::one_line(&e.to_string()));
             return fail(json, "usage", &message, 2);
         }
@@ -49,7 +49,12 @@ fn main() -> ExitCode {
         // status see the usual one. Mapping the error rather than restoring SIGPIPE's default
         // at startup keeps the binary free of `unsafe` and of a libc binding.
         Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(141),
-        Err(e) => fail(cli.json, e.kind(), &e.to_string(), e.exit_code()),
+        Err(e) => fail(
+            cli.format().is_json(),
+            e.kind(),
+            &e.to_string(),
+            e.exit_code(),
+        ),
     }
 }
 
@@ -64,15 +69,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     let out = &mut io::stdout().lock();
     match &cli.command {
         Command::Ledger(command) => {
-            let ctx = Context {
-                db: &cli.db,
-                default_actor: None,
-            };
-            commands::run(&ctx, cli.json, command, out, &mut io::stderr())?;
+            let ctx = Context::new(&cli.db, None);
+            commands::run(&ctx, cli.format(), command, out, &mut io::stderr())?;
         }
         Command::Copy { from, to } => {
             let report = commands::copy(from, to)?;
-            render::report(out, cli.json, &report)?;
+            render::report(out, cli.format(), &report)?;
         }
         Command::Demo { path } => demo::run(out, path.as_deref())?,
     }

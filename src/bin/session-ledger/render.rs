@@ -17,7 +17,7 @@ use session_ledger::{
 
 use crate::error::CliError;
 
-use sessions::{describe_state, label_words};
+use sessions::describe_state;
 
 /// What a command produced, for [`report`] to print: the library's answer, and the arguments
 /// the text repeats.
@@ -40,7 +40,7 @@ pub enum Report {
     /// `state`.
     State(SessionState),
     /// `raise`.
-    Raised { id: String, outcome: RaiseOutcome },
+    Raised(RaiseOutcome),
     /// `end`.
     Ended(Session),
     /// `tree`.
@@ -95,13 +95,42 @@ pub enum Report {
     Epoch(i64),
 }
 
-/// Prints `report` on `out`: as JSON with `json` (one value, or one per line for a list), else
-/// as text.
+/// How a command prints its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Text for a reader.
+    Text,
+    /// One JSON value; a listing (tree, audit, patterns, scopes) as one array, `[]` when empty.
+    Json,
+    /// JSON with a listing as one object a line (nothing when empty); anything else as [`Json`].
+    ///
+    /// [`Json`]: Format::Json
+    JsonLines,
+}
+
+impl Format {
+    /// The format `--json` and `--json-lines` ask for.
+    pub fn from_flags(json: bool, json_lines: bool) -> Format {
+        match (json, json_lines) {
+            (_, true) => Format::JsonLines,
+            (true, false) => Format::Json,
+            (false, false) => Format::Text,
+        }
+    }
+
+    /// True for either JSON format.
+    pub fn is_json(self) -> bool {
+        self != Format::Text
+    }
+}
+
+/// Prints `report` on `out` in `format`.
 ///
 /// # Errors
 ///
 /// A failed write, or a value that does not encode as JSON.
-pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), CliError> {
+pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<(), CliError> {
+    let json = format.is_json();
     match report {
         Report::Ready {
             location,
@@ -114,22 +143,9 @@ pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), Cl
         ),
         Report::Created(created) => sessions::print_created(out, json, created),
         Report::State(state) => emit(out, json, state, || describe_state(state)),
-        Report::Raised { id, outcome } => emit(out, json, outcome, || {
-            if outcome.changed {
-                format!(
-                    "{id}: {} -> {}",
-                    label_words(outcome.before),
-                    label_words(outcome.after)
-                )
-            } else {
-                format!(
-                    "{id}: already {}; nothing changed",
-                    label_words(outcome.after)
-                )
-            }
-        }),
+        Report::Raised(outcome) => emit(out, json, outcome, || outcome.to_string()),
         Report::Ended(session) => sessions::print_session(out, json, session, "ended", ""),
-        Report::Tree(nodes) => sessions::print_tree(out, json, nodes),
+        Report::Tree(nodes) => listing(out, format, nodes, |out| sessions::print_tree(out, nodes)),
         Report::Head(head) => emit(out, json, head, || head.to_string()),
         Report::Copied {
             from,
@@ -142,7 +158,9 @@ pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), Cl
             &json!({ "from": from, "to": to, "copied": copied, "verification": verification }),
             || describe_copy(from, to, copied, verification),
         ),
-        Report::Audit { rows, .. } => audit::print_audit(out, json, rows),
+        Report::Audit { rows, .. } => {
+            listing(out, format, rows, |out| audit::print_audit(out, rows))
+        }
         Report::Verified { verification, from } => emit(out, json, verification, || {
             audit::describe_verification(verification, *from)
         }),
@@ -175,12 +193,15 @@ pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), Cl
             &json!({ "session": id, "pattern": pattern, "removed": true }),
             || format!("{id}: pattern {pattern:?} removed"),
         ),
-        Report::Patterns(patterns) => patterns
-            .iter()
-            .try_for_each(|p| emit(out, json, p, || authority::describe_pattern(p))),
+        Report::Patterns(patterns) => listing(out, format, patterns, |out| {
+            patterns
+                .iter()
+                .try_for_each(|p| Ok(writeln!(out, "{}", authority::describe_pattern(p))?))
+        }),
         Report::ScopeGranted { id, name, scope } => emit(out, json, scope, || {
             format!(
-                "{id}: scope {name} granted until {}",
+                "{id}: scope {name} granted: every command of {id} is approved until {} \
+                 (a scope limits no command; a pattern does)",
                 session_ledger::format_ts(scope.expires_at)
             )
         }),
@@ -190,9 +211,11 @@ pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), Cl
             &json!({ "session": id, "scope": name, "revoked": true }),
             || format!("{id}: scope {name} revoked"),
         ),
-        Report::Scopes(scopes) => scopes
-            .iter()
-            .try_for_each(|s| emit(out, json, s, || authority::describe_scope(s))),
+        Report::Scopes(scopes) => listing(out, format, scopes, |out| {
+            scopes
+                .iter()
+                .try_for_each(|s| Ok(writeln!(out, "{}", authority::describe_scope(s))?))
+        }),
         Report::Decided(decision) => emit(
             out,
             json,
@@ -227,6 +250,21 @@ pub fn note(json: bool, report: &Report) -> Option<String> {
     }
 }
 
+/// The line for stderr when a read command read the ledger at `db` as an immutable lone copy.
+pub fn immutable_note(json: bool, db: &std::path::Path) -> String {
+    let note = format!(
+        "read {} as a lone copy, opened immutable: it has no -wal file beside it and its folder \
+         cannot be written, so it was read as it is, without locks; a writer changing it \
+         meanwhile would not be seen",
+        db.display()
+    );
+    if json {
+        json!({ "note": note }).to_string()
+    } else {
+        format!("note: {note}")
+    }
+}
+
 /// An error as its one line on stderr: a JSON object `{"kind", "message"}` with `json`, else
 /// `session-ledger: error: MESSAGE`.
 pub fn error_line(json: bool, kind: &str, message: &str) -> String {
@@ -234,6 +272,21 @@ pub fn error_line(json: bool, kind: &str, message: &str) -> String {
         json!({ "kind": kind, "message": message }).to_string()
     } else {
         format!("session-ledger: error: {message}")
+    }
+}
+
+/// Prints a listing: as one JSON array (`[]` when empty), as one JSON object a line, or as the
+/// text `text` prints.
+fn listing<T: serde::Serialize>(
+    out: &mut dyn Write,
+    format: Format,
+    items: &[T],
+    text: impl FnOnce(&mut dyn Write) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    match format {
+        Format::Text => text(out),
+        Format::Json => json_line(out, items),
+        Format::JsonLines => items.iter().try_for_each(|item| json_line(out, item)),
     }
 }
 
@@ -274,6 +327,12 @@ fn describe_copy(from: &str, to: &str, c: &Copied, v: &Verification) -> String {
         counts.join(", "),
         audit::describe_verification(v, None)
     )
+}
+
+/// The width of a column of `items`: the longest `len` gives (ids, actors and kinds are ASCII,
+/// so bytes are characters).
+fn widest<T>(items: &[T], len: impl Fn(&T) -> usize) -> usize {
+    items.iter().map(len).max().unwrap_or(0)
 }
 
 /// "1 session", "2 sessions".

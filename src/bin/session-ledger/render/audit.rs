@@ -7,26 +7,30 @@ use session_ledger::{AuditEntry, CheckReport, Explanation, Materialized, Verific
 
 use super::authority::posture_words;
 use super::sessions::label_words;
-use super::{count, json_line};
+use super::{count, widest};
 use crate::error::CliError;
 
-/// `audit`'s output: one aligned line per row, or one JSON object per line.
-pub fn print_audit(out: &mut dyn Write, json: bool, rows: &[AuditEntry]) -> Result<(), CliError> {
+/// `audit`'s text: one line per row, each column as wide as its widest value, so that long
+/// ids, actors and kinds keep the columns in line.
+pub fn print_audit(out: &mut dyn Write, rows: &[AuditEntry]) -> Result<(), CliError> {
+    fn session(r: &AuditEntry) -> &str {
+        r.session.as_deref().unwrap_or("-")
+    }
+    let seq_w = widest(rows, |r| r.seq.to_string().len());
+    let actor_w = widest(rows, |r| r.actor.len());
+    let kind_w = widest(rows, |r| r.kind.as_str().len());
+    let session_w = widest(rows, |r| session(r).len());
     for r in rows {
-        if json {
-            json_line(out, r)?;
-        } else {
-            writeln!(
-                out,
-                "{:>5}  {}  {:<10}  {:<22}  {:<16}  {}",
-                r.seq,
-                session_ledger::format_ts(r.at),
-                r.actor,
-                r.kind,
-                r.session.as_deref().unwrap_or("-"),
-                r.detail
-            )?;
-        }
+        writeln!(
+            out,
+            "{:>seq_w$}  {}  {:<actor_w$}  {:<kind_w$}  {:<session_w$}  {}",
+            r.seq,
+            session_ledger::format_ts(r.at),
+            r.actor,
+            r.kind.as_str(),
+            session(r),
+            r.detail
+        )?;
     }
     Ok(())
 }
@@ -164,6 +168,6 @@ pub fn print_explanation(out: &mut dyn Write, e: &Explanation) -> Result<(), Cli
         )?;
     }
     writeln!(out, "  audit rows:")?;
-    print_audit(out, false, &e.audit)?;
+    print_audit(out, &e.audit)?;
     Ok(())
 }

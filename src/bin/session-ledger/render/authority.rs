@@ -8,7 +8,7 @@ use session_ledger::{
     RevocationKind, Scope, Verdict,
 };
 
-use super::{count, json_line};
+use super::{count, json_line, widest};
 use crate::error::CliError;
 
 /// `trust granted by alice`, or an inherited posture with the chain back to its grant.
@@ -57,7 +57,7 @@ pub fn describe_decision(d: &Decision) -> String {
             granted_by,
             expires_at,
         } => format!(
-            "scope {scope} granted by {granted_by}, until {}",
+            "scope {scope} granted by {granted_by}: every command, until {}",
             session_ledger::format_ts(*expires_at)
         ),
         Reason::UnknownSession => "the ledger does not know this session".to_owned(),
@@ -91,15 +91,25 @@ pub fn describe_decision(d: &Decision) -> String {
     format!("{verdict}: {why}")
 }
 
-/// One session a revocation changed (or would change, or left holding a posture).
-fn affected_line(a: &Affected) -> String {
-    let how = if a.granted_directly {
-        "granted"
-    } else {
-        "inherited"
-    };
-    let lapsed = if a.current { "" } else { ", lapsed" };
-    format!("{}  depth {}  {} ({how}{lapsed})", a.id, a.depth, a.posture)
+/// The sessions a revocation changed (or would change, or left holding a posture), one line
+/// each, the ids padded to the longest so that the columns after them line up.
+fn print_affected(out: &mut dyn Write, sessions: &[Affected]) -> Result<(), CliError> {
+    let id_w = widest(sessions, |a| a.id.len());
+    let depth_w = widest(sessions, |a| a.depth.to_string().len());
+    for a in sessions {
+        let how = if a.granted_directly {
+            "granted"
+        } else {
+            "inherited"
+        };
+        let lapsed = if a.current { "" } else { ", lapsed" };
+        writeln!(
+            out,
+            "  {:<id_w$}  depth {:>depth_w$}  {} ({how}{lapsed})",
+            a.id, a.depth, a.posture
+        )?;
+    }
+    Ok(())
 }
 
 /// `revoke`'s output: what changed (or would, for a preview, with its token), and who still
@@ -126,9 +136,7 @@ pub fn print_revocation(out: &mut dyn Write, json: bool, r: &Revocation) -> Resu
             count(r.count, "posture", "postures")
         )?,
     }
-    for a in &r.sessions {
-        writeln!(out, "  {}", affected_line(a))?;
-    }
+    print_affected(out, &r.sessions)?;
     if let Some(holding) = &r.still_holding {
         let (n, verb) = match holding.len() {
             1 => ("1 descendant".to_owned(), "holds"),
@@ -139,9 +147,7 @@ pub fn print_revocation(out: &mut dyn Write, json: bool, r: &Revocation) -> Resu
             out,
             "{n} still {verb} a posture inherited through {root}{colon}"
         )?;
-        for a in holding {
-            writeln!(out, "  {}", affected_line(a))?;
-        }
+        print_affected(out, holding)?;
     }
     if let Some(token) = &r.token {
         writeln!(out, "token: {token}")?;

@@ -11,11 +11,7 @@ use crate::error::CliError;
 
 /// `secret`, or `private, untrusted`.
 pub fn label_words(label: Label) -> String {
-    if label.untrusted {
-        format!("{}, untrusted", label.taint)
-    } else {
-        label.taint.to_string()
-    }
+    label.to_string()
 }
 
 /// `state`'s text: the label, where it came from, and the posture.
@@ -80,10 +76,7 @@ pub fn print_session(
 }
 
 /// `tree`'s output: one line per session, drawn with box characters, or the nodes as JSON.
-pub fn print_tree(out: &mut dyn Write, json: bool, nodes: &[TreeNode]) -> Result<(), CliError> {
-    if json {
-        return json_line(out, nodes);
-    }
+pub fn print_tree(out: &mut dyn Write, nodes: &[TreeNode]) -> Result<(), CliError> {
     if nodes.is_empty() {
         writeln!(out, "(no sessions)")?;
         return Ok(());
