@@ -15,6 +15,7 @@ use pyo3::types::{PyString, PyTuple};
 use session_ledger as sl;
 use sl::{AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise, Taint};
 
+use crate::arguments;
 use crate::errors::{self, Class};
 use crate::values::{
     AuditEntry, AuditHead, Created, Decision, EpochStart, Explanation, Posture, RaiseOutcome,
@@ -56,6 +57,51 @@ fn to_duration(py: Python<'_>, name: &str, kind: &str, seconds: f64) -> PyResult
             format!("{name} must be a finite, non-negative number of seconds, not {seconds}"),
         )
     })
+}
+
+/// `ttl_seconds` as a scope's time to live, in Python's terms: a number of seconds (an `int`
+/// or a `float`, not a `bool`), at least a millisecond (what the ledger stores) and at most
+/// [`sl::MAX_TTL`].
+fn to_ttl(py: Python<'_>, ttl_seconds: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let max = sl::MAX_TTL.as_secs();
+    let seconds: f64 = match ttl_seconds.extract() {
+        Ok(seconds) if !ttl_seconds.is_instance_of::<pyo3::types::PyBool>() => seconds,
+        _ => {
+            let given = ttl_seconds.get_type().name()?;
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "ttl_seconds must be a number of seconds (an int or a float), not {given}"
+            )));
+        }
+    };
+    let ttl = Duration::try_from_secs_f64(seconds).ok();
+    match ttl {
+        Some(ttl) if ttl >= Duration::from_millis(1) && ttl <= sl::MAX_TTL => Ok(ttl),
+        _ => Err(errors::invalid(
+            py,
+            "invalid_ttl",
+            format!(
+                "ttl_seconds must be more than 0 (at least 0.001) and at most {max} (366 days), \
+                 not {seconds}"
+            ),
+        )),
+    }
+}
+
+/// A saved audit head from Python: an `AuditHead`, or its text `SEQ:HASH` (what `str()` of
+/// one, and the command line's `audit head`, print).
+fn to_head(py: Python<'_>, name: &str, saved: &Bound<'_, PyAny>) -> PyResult<sl::AuditHead> {
+    if let Ok(head) = saved.cast::<AuditHead>() {
+        return Ok(sl::AuditHead::from(head.get()));
+    }
+    if let Ok(text) = saved.extract::<String>() {
+        return text
+            .parse::<sl::AuditHead>()
+            .map_err(|e| errors::to_py(py, e));
+    }
+    let given = saved.get_type().name()?;
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "{name} must be an AuditHead or its text 'SEQ:HASH', as audit_head() gives, not {given}"
+    )))
 }
 
 /// The settings the constructor's keywords name, over the library's defaults.
@@ -134,12 +180,12 @@ impl PyLedger {
     ))]
     fn new(
         py: Python<'_>,
-        path_or_url: PathBuf,
-        max_depth: Option<i64>,
-        max_live_children: Option<i64>,
+        #[pyo3(from_py_with = arguments::path_or_url)] path_or_url: PathBuf,
+        #[pyo3(from_py_with = arguments::max_depth)] max_depth: Option<i64>,
+        #[pyo3(from_py_with = arguments::max_live_children)] max_live_children: Option<i64>,
         creation_rate: Option<Bound<'_, PyAny>>,
-        durable_postures: Option<bool>,
-        read_only: bool,
+        #[pyo3(from_py_with = arguments::durable_postures)] durable_postures: Option<bool>,
+        #[pyo3(from_py_with = arguments::read_only)] read_only: bool,
     ) -> PyResult<PyLedger> {
         let config = config(
             py,
@@ -203,7 +249,12 @@ impl PyLedger {
 
     /// Records a root session (no creator, depth 0, the default label).
     #[pyo3(signature = (id, *, actor))]
-    fn create_root(&self, py: Python<'_>, id: String, actor: String) -> PyResult<Created> {
+    fn create_root(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+    ) -> PyResult<Created> {
         self.call(py, |l| l.create_root(&id, &actor))
             .map(Created::from)
     }
@@ -213,16 +264,20 @@ impl PyLedger {
     fn create_child(
         &self,
         py: Python<'_>,
-        id: String,
-        creator: String,
-        actor: String,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::creator)] creator: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
     ) -> PyResult<Created> {
         self.call(py, |l| l.create_child(&id, &creator, &actor))
             .map(Created::from)
     }
 
     /// The session's label and posture; a first read inherits and records its label.
-    fn state(&self, py: Python<'_>, id: String) -> PyResult<SessionState> {
+    fn state(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<SessionState> {
         self.call(py, |l| l.state(&id)).map(SessionState::from)
     }
 
@@ -231,10 +286,10 @@ impl PyLedger {
     fn raise_label(
         &self,
         py: Python<'_>,
-        id: String,
-        taint: Option<String>,
-        untrusted: bool,
-        actor: String,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::taint)] taint: Option<String>,
+        #[pyo3(from_py_with = arguments::untrusted)] untrusted: bool,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
     ) -> PyResult<RaiseOutcome> {
         self.call(py, |l| {
             let taint = taint.as_deref().map(str::parse::<Taint>).transpose()?;
@@ -245,30 +300,51 @@ impl PyLedger {
 
     /// Ends a live session (and its spawned sub-agents); it stays as a tombstone.
     #[pyo3(signature = (id, *, actor))]
-    fn end(&self, py: Python<'_>, id: String, actor: String) -> PyResult<Session> {
+    fn end(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+    ) -> PyResult<Session> {
         self.call(py, |l| l.end(&id, &actor)).map(Session::from)
     }
 
     /// The recorded session with this id, or `None`.
-    fn session(&self, py: Python<'_>, id: String) -> PyResult<Option<Session>> {
+    fn session(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Option<Session>> {
         self.call(py, |l| l.session(&id))
             .map(|s| s.map(Session::from))
     }
 
     /// The creators of `id`, nearest first, ending with its root.
-    fn ancestors(&self, py: Python<'_>, id: String) -> PyResult<Vec<Session>> {
+    fn ancestors(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Vec<Session>> {
         self.call(py, |l| l.ancestors(&id))
             .map(|v| v.into_iter().map(Session::from).collect())
     }
 
     /// The sessions `id` created or spawned, oldest first.
-    fn children(&self, py: Python<'_>, id: String) -> PyResult<Vec<Session>> {
+    fn children(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Vec<Session>> {
         self.call(py, |l| l.children(&id))
             .map(|v| v.into_iter().map(Session::from).collect())
     }
 
     /// The subtree of `id`, depth-first, with labels and postures; writes nothing.
-    fn tree(&self, py: Python<'_>, id: String) -> PyResult<Vec<TreeNode>> {
+    fn tree(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Vec<TreeNode>> {
         self.call(py, |l| l.tree(&id))
             .map(|v| v.into_iter().map(TreeNode::from).collect())
     }
@@ -281,13 +357,23 @@ impl PyLedger {
 
     /// An operator grants `"trust"` or `"trust_reads"` on a live session.
     #[pyo3(signature = (id, level, *, actor))]
-    fn grant(&self, py: Python<'_>, id: String, level: String, actor: String) -> PyResult<Posture> {
+    fn grant(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::level)] level: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+    ) -> PyResult<Posture> {
         self.call(py, |l| l.grant(&id, level.parse::<PostureLevel>()?, &actor))
             .map(Posture::from)
     }
 
     /// The posture row of a session, current or lapsed, or `None`.
-    fn posture(&self, py: Python<'_>, id: String) -> PyResult<Option<Posture>> {
+    fn posture(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Option<Posture>> {
         self.call(py, |l| l.posture(&id))
             .map(|p| p.map(Posture::from))
     }
@@ -298,10 +384,10 @@ impl PyLedger {
     fn revoke(
         &self,
         py: Python<'_>,
-        id: String,
-        propagation: String,
-        actor: String,
-        token: Option<String>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::propagation)] propagation: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+        #[pyo3(from_py_with = arguments::token)] token: Option<String>,
     ) -> PyResult<Revocation> {
         let propagation = match (propagation.parse::<Propagation>(), token) {
             (Ok(Propagation::Cascade { .. }), token) => Propagation::Cascade { token },
@@ -324,7 +410,11 @@ impl PyLedger {
 
     /// Removes every live session's posture (the global trust button).
     #[pyo3(signature = (*, actor))]
-    fn revoke_all(&self, py: Python<'_>, actor: String) -> PyResult<Revocation> {
+    fn revoke_all(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+    ) -> PyResult<Revocation> {
         self.call(py, |l| l.revoke_all(&actor))
             .map(Revocation::from)
     }
@@ -334,8 +424,8 @@ impl PyLedger {
     fn start_epoch(
         &self,
         py: Python<'_>,
-        actor: String,
-        durable: Option<bool>,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+        #[pyo3(from_py_with = arguments::durable)] durable: Option<bool>,
     ) -> PyResult<EpochStart> {
         self.call(py, |l| match durable {
             Some(durable) => l.start_epoch_with(durable, &actor),
@@ -354,11 +444,11 @@ impl PyLedger {
     fn add_pattern(
         &self,
         py: Python<'_>,
-        id: String,
-        pattern: String,
-        actor: String,
-        must_match: Vec<String>,
-        must_not_match: Vec<String>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::pattern)] pattern: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+        #[pyo3(from_py_with = arguments::must_match)] must_match: Vec<String>,
+        #[pyo3(from_py_with = arguments::must_not_match)] must_not_match: Vec<String>,
     ) -> PyResult<bool> {
         self.call(py, |l| {
             l.add_pattern_with_examples(&id, &pattern, &actor, &must_match, &must_not_match)
@@ -370,30 +460,35 @@ impl PyLedger {
     fn remove_pattern(
         &self,
         py: Python<'_>,
-        id: String,
-        pattern: String,
-        actor: String,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::pattern)] pattern: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
     ) -> PyResult<()> {
         self.call(py, |l| l.remove_pattern(&id, &pattern, &actor))
     }
 
     /// The command patterns on a session, oldest first.
-    fn patterns(&self, py: Python<'_>, id: String) -> PyResult<Vec<String>> {
+    fn patterns(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Vec<String>> {
         self.call(py, |l| l.patterns(&id))
             .map(|v| v.into_iter().map(|p| p.pattern).collect())
     }
 
-    /// Grants an override scope for `ttl_seconds`; never inherited.
+    /// Grants an override scope: every command of the session is approved until it expires
+    /// after `ttl_seconds` or is revoked; never inherited.
     #[pyo3(signature = (id, name, *, ttl_seconds, actor))]
     fn grant_scope(
         &self,
         py: Python<'_>,
-        id: String,
-        name: String,
-        ttl_seconds: f64,
-        actor: String,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::name)] name: String,
+        ttl_seconds: &Bound<'_, PyAny>,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
     ) -> PyResult<Scope> {
-        let ttl = to_duration(py, "ttl_seconds", "invalid_ttl", ttl_seconds)?;
+        let ttl = to_ttl(py, ttl_seconds)?;
         self.call(py, |l| l.grant_scope(&id, &name, ttl, &actor))
             .map(Scope::from)
     }
@@ -403,15 +498,19 @@ impl PyLedger {
     fn revoke_scope(
         &self,
         py: Python<'_>,
-        id: String,
-        name: String,
-        actor: String,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::name)] name: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
     ) -> PyResult<()> {
         self.call(py, |l| l.revoke_scope(&id, &name, &actor))
     }
 
     /// The override scopes on a session, live or not, oldest first.
-    fn scopes(&self, py: Python<'_>, id: String) -> PyResult<Vec<Scope>> {
+    fn scopes(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Vec<Scope>> {
         self.call(py, |l| l.scopes(&id))
             .map(|v| v.into_iter().map(Scope::from).collect())
     }
@@ -421,16 +520,20 @@ impl PyLedger {
     fn decide(
         &self,
         py: Python<'_>,
-        id: String,
-        command: String,
-        read_only: bool,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::command)] command: String,
+        #[pyo3(from_py_with = arguments::read_only)] read_only: bool,
     ) -> PyResult<Decision> {
         self.call(py, |l| l.decide(&id, &command, read_only))
             .map(Decision::from)
     }
 
     /// Why `id` holds what it holds, in one snapshot.
-    fn explain(&self, py: Python<'_>, id: String) -> PyResult<Explanation> {
+    fn explain(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Explanation> {
         self.call(py, |l| l.explain(&id)).map(Explanation::from)
     }
 
@@ -440,13 +543,13 @@ impl PyLedger {
     fn audit(
         &self,
         py: Python<'_>,
-        session: Option<String>,
-        kind: Option<String>,
-        limit: Option<i64>,
-        subtree: Option<String>,
-        since: Option<DateTime<Utc>>,
-        until: Option<DateTime<Utc>>,
-        before: Option<i64>,
+        #[pyo3(from_py_with = arguments::session)] session: Option<String>,
+        #[pyo3(from_py_with = arguments::kind)] kind: Option<String>,
+        #[pyo3(from_py_with = arguments::limit)] limit: Option<i64>,
+        #[pyo3(from_py_with = arguments::subtree)] subtree: Option<String>,
+        #[pyo3(from_py_with = arguments::since)] since: Option<DateTime<Utc>>,
+        #[pyo3(from_py_with = arguments::until)] until: Option<DateTime<Utc>>,
+        #[pyo3(from_py_with = arguments::before)] before: Option<i64>,
     ) -> PyResult<Vec<AuditEntry>> {
         let limit = limit
             .map(|n| to_u32(py, "limit", "invalid_limit", n))
@@ -484,21 +587,18 @@ impl PyLedger {
         self.call(py, |l| l.audit_head()).map(AuditHead::from)
     }
 
-    /// Walks the whole audit chain; with a saved head, also detects rows removed since.
+    /// Walks the whole audit chain; with a saved head (an `AuditHead` or its `SEQ:HASH`
+    /// text), also detects rows removed since.
     #[pyo3(signature = (saved=None))]
-    fn verify(
-        &self,
-        py: Python<'_>,
-        saved: Option<Bound<'_, AuditHead>>,
-    ) -> PyResult<Verification> {
-        let saved = saved.map(|h| sl::AuditHead::from(h.get()));
+    fn verify(&self, py: Python<'_>, saved: Option<Bound<'_, PyAny>>) -> PyResult<Verification> {
+        let saved = saved.map(|h| to_head(py, "saved", &h)).transpose()?;
         self.call(py, |l| l.verify(saved.as_ref()))
             .map(Verification::from)
     }
 
-    /// Verifies only the rows written since `saved`.
-    fn verify_from(&self, py: Python<'_>, saved: Bound<'_, AuditHead>) -> PyResult<Verification> {
-        let saved = sl::AuditHead::from(saved.get());
+    /// Verifies only the rows written since `saved` (an `AuditHead` or its `SEQ:HASH` text).
+    fn verify_from(&self, py: Python<'_>, saved: Bound<'_, PyAny>) -> PyResult<Verification> {
+        let saved = to_head(py, "saved", &saved)?;
         self.call(py, |l| l.verify_from(&saved))
             .map(Verification::from)
     }

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use pyo3::prelude::*;
 
+mod arguments;
 mod errors;
 mod ledger;
 mod values;

@@ -21,7 +21,8 @@ fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<
     Ok(format!("{name}({})", parts.join(", ")))
 }
 
-/// `__repr__` listing `fields`.
+/// `__repr__` listing `fields`: every field, in the order the struct declares them (the
+/// Python suite checks that none is left out).
 macro_rules! repr {
     ($ty:ident, [$($field:literal),* $(,)?]) => {
         #[pymethods]
@@ -51,7 +52,8 @@ repr!(
         "created_by",
         "depth",
         "inherited_trust",
-        "inherited_trust_reads"
+        "inherited_trust_reads",
+        "created_at",
     ]
 );
 
@@ -91,7 +93,18 @@ pub struct Session {
     ended_at: Option<DateTime<Utc>>,
     live: bool,
 }
-repr!(Session, ["id", "created_by", "depth", "origin", "live"]);
+repr!(
+    Session,
+    [
+        "id",
+        "created_by",
+        "depth",
+        "origin",
+        "created_at",
+        "ended_at",
+        "live",
+    ]
+);
 
 impl From<sl::Session> for Session {
     fn from(s: sl::Session) -> Session {
@@ -128,7 +141,7 @@ repr!(
         "trust",
         "trust_reads",
         "known",
-        "materialized"
+        "materialized",
     ]
 );
 
@@ -157,7 +170,7 @@ pub struct Label {
     taint: &'static str,
     untrusted: bool,
 }
-repr!(Label, ["taint", "untrusted"]);
+repr!(Label, ["taint", "untrusted",]);
 
 impl From<sl::Label> for Label {
     fn from(l: sl::Label) -> Label {
@@ -168,20 +181,51 @@ impl From<sl::Label> for Label {
     }
 }
 
-/// What `raise_label` did: the label before and after, and whether it changed.
-#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+/// What `raise_label` did: what it asked for, the label before and after, and whether it
+/// changed. `str()` says it in words, and why nothing changed: labels only rise.
+#[pyclass(module = "session_ledger", frozen, eq, hash)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct RaiseOutcome {
+    #[pyo3(get)]
     id: String,
+    #[pyo3(get)]
+    requested_taint: Option<&'static str>,
+    #[pyo3(get)]
+    requested_untrusted: bool,
+    #[pyo3(get)]
     before: Label,
+    #[pyo3(get)]
     after: Label,
+    #[pyo3(get)]
     changed: bool,
+    /// The library's words for it.
+    text: String,
 }
-repr!(RaiseOutcome, ["id", "before", "after", "changed"]);
+#[pymethods]
+impl RaiseOutcome {
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let fields = [
+            "id",
+            "requested_taint",
+            "requested_untrusted",
+            "before",
+            "after",
+            "changed",
+        ];
+        repr_fields(slf.as_any(), "RaiseOutcome", &fields)
+    }
+
+    fn __str__(&self) -> &str {
+        &self.text
+    }
+}
 
 impl From<sl::RaiseOutcome> for RaiseOutcome {
     fn from(r: sl::RaiseOutcome) -> RaiseOutcome {
         RaiseOutcome {
+            text: r.to_string(),
+            requested_taint: r.requested.taint.map(sl::Taint::as_str),
+            requested_untrusted: r.requested.untrusted,
             id: r.session,
             before: r.before.into(),
             after: r.after.into(),
@@ -213,9 +257,11 @@ repr!(
         "source",
         "granted_by",
         "granted_on",
+        "granted_at",
+        "inherited_from",
         "chain",
         "epoch",
-        "current"
+        "current",
     ]
 );
 
@@ -255,7 +301,7 @@ repr!(
         "sessions",
         "count",
         "token",
-        "still_holding"
+        "still_holding",
     ]
 );
 
@@ -282,7 +328,7 @@ pub struct EpochStart {
     lapsed: u64,
     carried: u64,
 }
-repr!(EpochStart, ["epoch", "durable", "lapsed", "carried"]);
+repr!(EpochStart, ["epoch", "durable", "lapsed", "carried",]);
 
 impl From<sl::EpochStart> for EpochStart {
     fn from(e: sl::EpochStart) -> EpochStart {
@@ -308,7 +354,14 @@ pub struct Scope {
 }
 repr!(
     Scope,
-    ["session", "name", "granted_by", "expires_at", "revoked_at"]
+    [
+        "session",
+        "name",
+        "granted_by",
+        "granted_at",
+        "expires_at",
+        "revoked_at",
+    ]
 );
 
 impl From<sl::Scope> for Scope {
@@ -346,7 +399,7 @@ repr!(
         "chain",
         "reason",
         "pattern",
-        "scope"
+        "scope",
     ]
 );
 
@@ -408,10 +461,13 @@ repr!(
         "id",
         "created_by",
         "depth",
+        "relative_depth",
         "taint",
         "untrusted",
+        "materialized",
         "trust",
-        "trust_reads"
+        "trust_reads",
+        "live",
     ]
 );
 
@@ -455,7 +511,16 @@ pub struct AuditEntry {
 #[pymethods]
 impl AuditEntry {
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let fields = ["seq", "kind", "session", "actor", "at", "detail"];
+        let fields = [
+            "seq",
+            "kind",
+            "session",
+            "actor",
+            "at",
+            "detail",
+            "prev_hash",
+            "hash",
+        ];
         repr_fields(slf.as_any(), "AuditEntry", &fields)
     }
 
@@ -567,7 +632,7 @@ pub struct Verification {
 }
 repr!(
     Verification,
-    ["ok", "rows", "head", "first_bad_seq", "problem"]
+    ["ok", "rows", "head", "first_bad_seq", "problem",]
 );
 
 impl From<sl::Verification> for Verification {
@@ -602,7 +667,15 @@ pub struct Explanation {
 }
 repr!(
     Explanation,
-    ["session", "state", "posture", "patterns", "live_scopes"]
+    [
+        "session",
+        "state",
+        "posture",
+        "grant",
+        "patterns",
+        "live_scopes",
+        "audit",
+    ]
 );
 
 impl From<sl::Explanation> for Explanation {

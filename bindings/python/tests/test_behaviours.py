@@ -1,4 +1,4 @@
-"""The brief's behaviours, replayed through Python on each engine.
+"""The ledger's rules (docs/design.md, "The rules"), replayed through Python on each engine.
 
 Each test names the behaviour it holds. The rules themselves are the Rust library's, and its
 own suites prove them in depth; these show that the binding hands them over whole: the right

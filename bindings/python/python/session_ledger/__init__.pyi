@@ -205,11 +205,18 @@ class Label:
 
 @final
 class RaiseOutcome:
-    """What ``raise_label`` did."""
+    """What ``raise_label`` did. ``str()`` says it in words, and why nothing changed when a
+    class below the session's was asked for: labels only rise."""
 
     @property
     def id(self) -> str:
         """The session raised."""
+    @property
+    def requested_taint(self) -> Optional[Taint]:
+        """The class asked for, or ``None`` when only ``untrusted`` was."""
+    @property
+    def requested_untrusted(self) -> bool:
+        """Whether ``untrusted`` was asked for."""
     @property
     def before(self) -> Label:
         """Its label before (after any first-read inheritance)."""
@@ -221,6 +228,7 @@ class RaiseOutcome:
         """False when the label already dominated the request: nothing was written."""
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
+    def __str__(self) -> str: ...
 
 @final
 class Posture:
@@ -306,7 +314,9 @@ class EpochStart:
 
 @final
 class Scope:
-    """An override scope on a session: a named grant that expires."""
+    """An override scope on a session: while live, it approves every command of the session,
+    until it expires or is revoked. Its name is a label for people and limits nothing; a
+    command pattern is the grant that limits commands."""
 
     @property
     def session(self) -> str:
@@ -647,11 +657,14 @@ class Ledger:
     def patterns(self, id: str) -> list[str]:
         """The command patterns on a session, oldest first."""
     def grant_scope(self, id: str, name: str, *, ttl_seconds: float, actor: str) -> Scope:
-        """Grants an override scope named ``name`` on a live session for ``ttl_seconds``
-        (more than 0, at most 366 days), replacing any scope of that name. Never inherited,
-        never turned into a posture.
+        """Grants an override scope: every command of the live session ``id`` is approved until
+        it expires after ``ttl_seconds`` or is revoked. ``name`` is a label for people and limits
+        nothing; to allow only some commands, add a pattern. ``ttl_seconds`` is a number of
+        seconds, at least 0.001 and at most 31,622,400 (366 days). A scope of the same name is
+        replaced. Never inherited, never turned into a posture.
 
-        Raises ``InvalidInput`` for a malformed name or TTL; ``UnknownSession``; ``Conflict``."""
+        Raises ``InvalidInput`` for a malformed name or an out-of-range ``ttl_seconds``;
+        ``TypeError`` when ``ttl_seconds`` is not a number; ``UnknownSession``; ``Conflict``."""
     def revoke_scope(self, id: str, name: str, *, actor: str) -> None:
         """Revokes a live override scope before it expires. Raises ``Conflict`` (kind
         ``"unknown_scope"``) when it has no live scope of that name."""
@@ -688,10 +701,14 @@ class Ledger:
         a row the library cannot read back."""
     def audit_head(self) -> AuditHead:
         """The head of the audit chain, to keep somewhere else for ``verify_from``."""
-    def verify(self, saved: Optional[AuditHead] = None) -> Verification:
+    def verify(self, saved: Union[AuditHead, str, None] = None) -> Verification:
         """Walks the whole audit chain for the first row that does not verify; with a saved
-        head, also detects rows removed from the end since. Raises ``CorruptionError`` when
+        head (an ``AuditHead``, or its text ``"SEQ:HASH"`` as ``str()`` of one and the command
+        line's ``audit head`` print it), also detects rows removed from the end since. A text
+        that is not ``SEQ:HASH`` raises ``InvalidInput`` (kind ``"invalid_head"``); any other
+        type, ``TypeError``. Raises ``CorruptionError`` when
         the ledger's record of the trail's time order was removed by hand."""
-    def verify_from(self, saved: AuditHead) -> Verification:
-        """Verifies only the rows written since ``saved`` (a head from ``audit_head``): that its
-        row is unchanged, then the chain from it to the newest row."""
+    def verify_from(self, saved: Union[AuditHead, str]) -> Verification:
+        """Verifies only the rows written since ``saved`` (a head from ``audit_head``, or its
+        ``"SEQ:HASH"`` text): that its row is unchanged, then the chain from it to the newest
+        row."""
