@@ -56,7 +56,7 @@
 //!   write lock first, as the ledger's do.
 //!
 //! `ratio` is PostgreSQL's median over SQLite's (above 1, PostgreSQL is slower). The `target`
-//! lines compare with issue 16's targets; nothing here asserts a time. The load average is
+//! lines compare with the targets of docs/performance.md ("Both engines"); nothing here asserts a time. The load average is
 //! printed at the start and the end.
 
 mod support;

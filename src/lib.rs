@@ -1,6 +1,7 @@
 //! # session-ledger
 //!
-//! An embedded SQLite ledger of agent sessions that knows who created whom.
+//! A ledger of agent sessions that knows who created whom: embedded in a SQLite file, or shared
+//! by every node of a deployment in a PostgreSQL database.
 //!
 //! A conductor session dispatches workers; a worker may dispatch more, or spawn sub-agents.
 //! The ledger records every session as a row with its creator, so that what must follow the

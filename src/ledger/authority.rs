@@ -84,7 +84,7 @@ impl Ledger {
     /// Starts a new posture epoch (rule P5): a single embedding backend calls this when it boots;
     /// nodes sharing a PostgreSQL ledger, once per full restart of the deployment (opening never
     /// does: docs/design.md). Postures of the previous epoch stop counting, unless the ledger
-    /// was opened with [`Config::durable_postures`], which carries them over. Audited.
+    /// was opened with [`Config::durable_postures`](crate::Config::durable_postures), which carries them over. Audited.
     ///
     /// # Errors
     ///
