@@ -12,7 +12,7 @@ use pyo3::types::{PyDict, PyList, PyString};
 use session_ledger as sl;
 
 /// `Name(field=repr(value), ...)` for the fields of `obj`, in order.
-fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<String> {
+pub(crate) fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<String> {
     let mut parts = Vec::with_capacity(fields.len());
     for field in fields {
         let value = obj.getattr(*field)?;
@@ -482,7 +482,10 @@ impl From<sl::AuditEntry> for AuditEntry {
 }
 
 /// A JSON value as plain Python: `dict`, `list`, `str`, `int`, `float`, `bool` or `None`.
-fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn json_to_py<'py>(
+    py: Python<'py>,
+    value: &serde_json::Value,
+) -> PyResult<Bound<'py, PyAny>> {
     use serde_json::Value;
     Ok(match value {
         Value::Null => py.None().into_bound(py),
