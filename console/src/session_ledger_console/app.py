@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple
 from urllib.parse import quote, urlencode
 
 import jinja2
@@ -103,7 +104,14 @@ def create_app(
     if verify_on_start:
         console.verifier.start()
     sessions = Sessions()
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        reader.close()
+        writer.close()
+
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.console = console
     app.state.sessions = sessions
     static = resources.files("session_ledger_console") / "static"
@@ -124,11 +132,6 @@ def create_app(
         response: Response = await call_next(request)
         response.headers["server-timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.3f}"
         return response
-
-    @app.on_event("shutdown")
-    def close() -> None:
-        reader.close()
-        writer.close()
 
     return app
 
