@@ -97,6 +97,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
+    # Listening before the link is printed: a browser that opens it at once waits in the
+    # backlog until the server accepts, rather than being refused.
+    sock.listen(2048)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
     where = app.state.console.location

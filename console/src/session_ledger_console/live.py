@@ -33,7 +33,7 @@ class HeadWatcher:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-        self._head: Optional[str] = None
+        self._head: Optional[AuditHead] = None
         # Made on first use, inside the server's event loop.
         self._condition: Optional[asyncio.Condition] = None
         self._listeners = 0
@@ -45,47 +45,49 @@ class HeadWatcher:
             self._condition = asyncio.Condition()
         return self._condition
 
-    async def _read(self) -> str:
-        return str(await asyncio.to_thread(self._ledger.audit_head))
+    async def _read(self) -> AuditHead:
+        return await asyncio.to_thread(self._ledger.audit_head)
 
     async def _poll(self) -> None:
         while self._listeners > 0:
             try:
-                head = await self._read()
+                head: Optional[AuditHead] = await self._read()
             except LedgerError:
-                head = self._head or ""
-            if head != self._head:
+                head = self._head
+            if head is not None and (self._head is None or head.seq > self._head.seq):
                 async with self._changed:
                     self._head = head
                     self._changed.notify_all()
             await asyncio.sleep(POLL_SECONDS)
         self._task = None
 
-    async def current(self) -> str:
-        if self._head is None or self._task is None:
-            self._head = await self._read()
-        return self._head
-
     async def listen(self, keepalive: float) -> AsyncIterator[Optional[str]]:
-        """Yields the head now, then each new head, for as long as the caller iterates; `None`
-        after `keepalive` seconds without a change, so that the stream shows it is alive."""
+        """Yields the head now, then each newer head, for as long as the caller iterates;
+        `None` after `keepalive` seconds without a change, so that the stream shows it is
+        alive. The head is read afresh first, so that a page that just loaded is not told of a
+        change its own render already showed; later heads are only ever newer (the audit
+        trail's `seq` only grows), never an older one the watcher read before."""
         self._listeners += 1
         if self._task is None:
             self._task = asyncio.create_task(self._poll())
         try:
-            seen = await self.current()
-            yield seen
+            seen = await self._read()
+            yield str(seen)
             while True:
                 try:
                     async with self._changed:
                         await asyncio.wait_for(
-                            self._changed.wait_for(lambda: self._head != seen), keepalive
+                            self._changed.wait_for(
+                                lambda: self._head is not None and self._head.seq > seen.seq
+                            ),
+                            keepalive,
                         )
-                        seen = self._head or ""
+                        assert self._head is not None
+                        seen = self._head
                 except asyncio.TimeoutError:
                     yield None
                     continue
-                yield seen
+                yield str(seen)
         finally:
             self._listeners -= 1
 
