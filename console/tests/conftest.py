@@ -47,7 +47,7 @@ OPERATOR = "alice"
 TOKEN = "test-token-0123456789"
 
 _schemas = itertools.count()
-_browser_runs: Counter = Counter()
+_browser_runs: "Counter[str]" = Counter()
 
 
 @dataclass
@@ -220,7 +220,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" and report.passed:
         for key, engine in report.user_properties:
             if key == "browser":
-                _browser_runs[engine] += 1
+                _browser_runs[str(engine)] += 1
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

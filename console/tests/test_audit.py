@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from typing import List
+
 from playwright.sync_api import Page, expect
 
 from conftest import OPERATOR, Console, shoot
 
 
-def shows_rows(page: Page, seqs: list) -> None:
+def shows_rows(page: Page, seqs: List[int]) -> None:
     """Waits until the page's table shows exactly these rows, in this order."""
     expect(page.locator("table.audit td.seq")).to_have_text([str(s) for s in seqs])
 

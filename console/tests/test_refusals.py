@@ -22,7 +22,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
 from conftest import OPERATOR, TOKEN, Console, Place, serve, shoot, stop
 from session_ledger_console import Policy
@@ -199,7 +199,12 @@ def test_hostile_text_in_patterns_command_lines_and_an_operators_name_is_shown_a
     console: Console, page: Page, new_page: object
 ) -> None:
     dialogs: List[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def record(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", record)
     console.ledger.create_root("target", actor=OPERATOR)
     page.goto(console.link("/session/target"))
     hostile = "echo '<script>alert(1)</script>' \"q\\\"uote\" '\"><img src=x onerror=alert(2)>'"
@@ -227,7 +232,7 @@ def test_hostile_text_in_patterns_command_lines_and_an_operators_name_is_shown_a
     proxied = serve(console.place, Policy(token=None, operator=None, trust_header="X-Forwarded-User"))
     try:
         visitor: Page = new_page()  # type: ignore[operator]
-        visitor.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        visitor.on("dialog", record)
         visitor.context.set_extra_http_headers({"X-Forwarded-User": "<script>alert(3)</script>"})
         response = visitor.goto(proxied.link("/"))
         assert response is not None and response.status == 403

@@ -63,7 +63,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
-    say = lambda message: print(f"session-ledger-console: {message}", file=sys.stderr, flush=True)  # noqa: E731
+
+    def say(message: str) -> None:
+        print(f"session-ledger-console: {message}", file=sys.stderr, flush=True)
+
     if not args.db:
         say("error: no ledger: give --db PATH_OR_URL or set SESSION_LEDGER_DB")
         return 2

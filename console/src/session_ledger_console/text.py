@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from markupsafe import Markup, escape
 
@@ -30,8 +30,8 @@ def _escape_of(ch: str) -> str:
 def visible(value: Any) -> Markup:
     """``value`` as escaped text, with hidden and reordering characters shown as escapes."""
     text = "" if value is None else str(value)
-    out = []
-    run = []
+    out: List[Markup] = []
+    run: List[str] = []
     for ch in text:
         if _hidden(ch):
             if run:
