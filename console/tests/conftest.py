@@ -166,7 +166,10 @@ def playwright() -> Iterator[Playwright]:
 def browser(playwright: Playwright) -> Iterator[Browser]:
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"no Chromium at {CHROMIUM}: install Debian's chromium (apt-get install chromium)")
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    # As root (CI) Chromium needs --no-sandbox; a container's small /dev/shm needs the other.
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
+    )
     yield browser
     browser.close()
 
