@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench scale                                       # 10,000 against 100,000 sessions
 //! SCALE_SESSIONS=1000000 cargo bench --bench scale                # 10,000 against 1,000,000 sessions
+//! SCALE_BUILD_ONLY=1 SCALE_SESSIONS=1000000 cargo bench --bench scale   # only build or find the ledgers
 //! scripts/with-postgres --durable cargo bench --bench scale       # on SQLite, then on PostgreSQL
 //! BENCH_ENGINES=postgres scripts/with-postgres --durable cargo bench --bench scale   # PostgreSQL only
 //! ```
@@ -126,6 +127,11 @@ fn main() {
             .join(",")
     );
     let caches = [cached_forest(SMALL_SESSIONS), cached_forest(large)];
+    if std::env::var_os("SCALE_BUILD_ONLY").is_some() {
+        // Only the cached ledgers, for a measurement made elsewhere (the console's,
+        // console/bench/scale.py).
+        return;
+    }
     for engine in engines {
         run(engine, &caches, large);
     }

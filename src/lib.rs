@@ -130,7 +130,7 @@ pub use patterns::{
 pub use postures::{
     validate_preview_token, Affected, EpochStart, Propagation, Revocation, RevocationKind,
 };
-pub use sessions::{Created, TreeEntry, TreeNode};
+pub use sessions::{Created, LevelNode, TreeEntry, TreeLevel, TreeNode};
 
 /// True when `target` names a PostgreSQL server (a `postgres://` or `postgresql://` URL), which
 /// [`Ledger::open`] opens on the PostgreSQL engine; anything else is the path of a SQLite file.

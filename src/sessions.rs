@@ -30,6 +30,11 @@ use crate::model::{AuditKind, Id, Label, Origin, Posture, PostureLevel, Session,
 use crate::postures;
 use crate::storage::{NewSession, Read, TreeRow, TreeTop, Write};
 
+mod levels;
+
+pub(crate) use levels::level;
+pub use levels::{LevelNode, TreeLevel};
+
 /// A created child, and what it was born with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Created {

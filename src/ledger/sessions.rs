@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::labels::{self, Raise, RaiseOutcome, SessionState};
 use crate::model::{validate_actor, validate_new_id, Id, Session};
-use crate::sessions::{self, Bounds, CreateOutcome, Created, TreeEntry, TreeNode};
+use crate::sessions::{self, Bounds, CreateOutcome, Created, TreeEntry, TreeLevel, TreeNode};
 use crate::storage::TreeTop;
 
 use super::Ledger;
@@ -190,5 +190,47 @@ impl Ledger {
     /// [`Error::Storage`](crate::Error::Storage).
     pub fn forest(&self) -> Result<Vec<TreeNode>> {
         self.storage.snapshot(|r| sessions::tree(r, TreeTop::Roots))
+    }
+
+    /// One page of one level of the dispatch tree, for a view that opens the tree a level at a
+    /// time: the roots (`parent` `None`) or the sessions `parent` created or spawned, oldest
+    /// first, after the session `after` of that level (the `next` of the page before), at most
+    /// `limit` of them. Each comes with its label (stored, or the one its first read would give
+    /// it: `materialized` says which), its posture and whether it has children. It costs what
+    /// the page shows, however large the level or the ledger; one snapshot, nothing written.
+    /// An `after` that is not a session of that level gives an empty page.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`; `UnknownSession` when `parent` is not recorded.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use session_ledger::{Ledger, PostureLevel};
+    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("conductor", "alice")?;
+    /// ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    /// for worker in ["w1", "w2", "w3"] {
+    ///     ledger.create_child(worker, "conductor", "alice")?;
+    /// }
+    /// let page = ledger.tree_level(Some("conductor"), None, 2)?;
+    /// assert_eq!(page.nodes.len(), 2);
+    /// assert!(page.nodes[0].trust && !page.nodes[0].materialized);
+    /// let rest = ledger.tree_level(Some("conductor"), page.next.as_deref(), 2)?;
+    /// assert_eq!(rest.nodes[0].session.id, "w3");
+    /// assert_eq!(rest.next, None);
+    /// # Ok(()) }
+    /// ```
+    pub fn tree_level(
+        &self,
+        parent: Option<&str>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<TreeLevel> {
+        let parent = parent.map(Id::parse).transpose()?;
+        let after = after.map(Id::parse).transpose()?;
+        self.storage
+            .snapshot(|r| sessions::level(r, parent, after, limit))
     }
 }

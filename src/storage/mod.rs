@@ -35,7 +35,8 @@ pub(crate) use postures::{
     DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Revoke, SubtreePosture,
 };
 pub(crate) use sessions::{
-    CreationCounts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop,
+    CreationCounts, LevelPage, LevelReads, LevelRow, NewSession, SessionReads, SessionWrites,
+    TreeRow, TreeTop,
 };
 pub(crate) use transfer::{ExportReads, Import, Kind, Row, Table, Value};
 
@@ -55,12 +56,20 @@ pub(crate) trait FileReads {
 
 /// Every read the concepts make, on a connection or inside a transaction.
 pub(crate) trait Read:
-    SessionReads + LabelReads + PostureReads + GrantReads + AuditReads + FileReads + ExportReads
+    SessionReads
+    + LevelReads
+    + LabelReads
+    + PostureReads
+    + GrantReads
+    + AuditReads
+    + FileReads
+    + ExportReads
 {
 }
 
 impl<T> Read for T where
     T: SessionReads
+        + LevelReads
         + LabelReads
         + PostureReads
         + GrantReads

@@ -81,3 +81,30 @@ pub(crate) trait SessionWrites {
     /// statement. Returns the ids ended, by depth then id.
     fn end_with_spawned(&mut self, id: Id<'_>, at: DateTime<Utc>) -> Result<Vec<String>>;
 }
+
+/// Which page of one level of the tree a view shows: the children of one session, or the
+/// roots, in the order they were recorded, after a given session of that level.
+#[derive(Clone, Copy)]
+pub(crate) struct LevelPage<'a> {
+    /// Whose children; `None` for the roots.
+    pub(crate) parent: Option<Id<'a>>,
+    /// The last session of the page before; `None` for the first page.
+    pub(crate) after: Option<Id<'a>>,
+    /// At most this many sessions.
+    pub(crate) limit: u32,
+}
+
+/// One session of a level's page: its row as a tree view has it, and whether it has children.
+pub(crate) struct LevelRow {
+    pub(crate) row: TreeRow,
+    pub(crate) has_children: bool,
+}
+
+/// Reads of the tree one level at a time.
+pub(crate) trait LevelReads {
+    /// One page of one level, ordered by `created_at` and then the order recorded: each
+    /// session with its stored label, its posture row and whether it has a child. Costs the
+    /// page's rows and one index probe each, however many sessions the level or the ledger
+    /// holds; an `after` that is not a session of the level gives an empty page.
+    fn level(&mut self, page: LevelPage<'_>) -> Result<Vec<LevelRow>>;
+}

@@ -66,6 +66,14 @@ fn optional_whole(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<i64>>
     Ok(Some(value.extract()?))
 }
 
+/// A whole number (an `int`, not a `bool`). Its range is checked where it is used.
+fn whole(value: &Bound<'_, PyAny>, name: &str) -> PyResult<i64> {
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        return Err(wrong_type(name, "an int", value));
+    }
+    value.extract()
+}
+
 /// A list or tuple of `str` (a `str` alone is refused: it would read as its characters).
 fn texts(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<String>> {
     let wanted = "a list of str";
@@ -127,7 +135,9 @@ arguments! {
     name: text -> String;
     pattern: text -> String;
     propagation: text -> String;
+    after: optional_text -> Option<String>;
     kind: optional_text -> Option<String>;
+    parent: optional_text -> Option<String>;
     session: optional_text -> Option<String>;
     subtree: optional_text -> Option<String>;
     taint: optional_text -> Option<String>;
@@ -145,4 +155,10 @@ arguments! {
     since: optional_time -> Option<DateTime<Utc>>;
     until: optional_time -> Option<DateTime<Utc>>;
     path_or_url: path -> PathBuf;
+}
+
+/// `tree_level`'s `limit`: a page's size, which it must be given as a whole number (the audit's
+/// `limit` may be `None`).
+pub(crate) fn page_limit(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    whole(value, "limit")
 }

@@ -17,6 +17,7 @@ use sl::{AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise
 
 use crate::arguments;
 use crate::errors::{self, Class};
+use crate::levels::TreeLevel;
 use crate::values::{
     AuditEntry, AuditHead, Created, Decision, EpochStart, Explanation, Posture, RaiseOutcome,
     Revocation, Scope, Session, SessionState, TreeNode, Verification,
@@ -601,5 +602,47 @@ impl PyLedger {
         let saved = to_head(py, "saved", &saved)?;
         self.call(py, |l| l.verify_from(&saved))
             .map(Verification::from)
+    }
+
+    /// One page of one level of the tree: the roots, or the sessions `parent` created or
+    /// spawned, oldest first, after the session `after` of that level, at most `limit`.
+    #[pyo3(signature = (parent=None, *, after=None, limit=50))]
+    fn tree_level(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::parent)] parent: Option<String>,
+        #[pyo3(from_py_with = arguments::after)] after: Option<String>,
+        #[pyo3(from_py_with = arguments::page_limit)] limit: i64,
+    ) -> PyResult<TreeLevel> {
+        let limit = to_u32(py, "limit", "invalid_limit", limit)?;
+        self.call(py, |l| {
+            l.tree_level(parent.as_deref(), after.as_deref(), limit)
+        })
+        .map(TreeLevel::from)
+    }
+
+    /// `decide`, answered with every part of its reason, as a `dict`: what the command line's
+    /// `--json decide` prints (`verdict`, and `reason` with its `kind` and, for patterns, each
+    /// simple command's `text`, `range` and the `pattern` that admitted it, or the first part
+    /// no pattern admits, or the construct none ever admits).
+    #[pyo3(signature = (id, command, *, read_only=false))]
+    fn decision_detail<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::command)] command: String,
+        #[pyo3(from_py_with = arguments::read_only)] read_only: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let decision = self.call(py, |l| l.decide(&id, &command, read_only))?;
+        let value = serde_json::to_value(&decision).map_err(|e| {
+            errors::raise(
+                py,
+                Class::LedgerError,
+                format!("the decision could not be encoded: {e}"),
+                "json_encoding",
+                None,
+            )
+        })?;
+        crate::values::json_to_py(py, &value)
     }
 }

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 mod arguments;
 mod errors;
 mod ledger;
+mod levels;
 mod values;
 
 /// Times `iterations` calls of the library's `decide`, round-robin over `ids`, in Rust with
@@ -61,6 +62,8 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::AuditHead>()?;
     m.add_class::<values::Verification>()?;
     m.add_class::<values::Explanation>()?;
+    m.add_class::<levels::TreeLevel>()?;
+    m.add_class::<levels::LevelNode>()?;
     m.add_function(wrap_pyfunction!(_time_decide, m)?)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use pyo3::types::{PyDict, PyList, PyString};
 use session_ledger as sl;
 
 /// `Name(field=repr(value), ...)` for the fields of `obj`, in order.
-fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<String> {
+pub(crate) fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<String> {
     let mut parts = Vec::with_capacity(fields.len());
     for field in fields {
         let value = obj.getattr(*field)?;
@@ -23,7 +23,7 @@ fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<
 
 /// `__repr__` listing `fields`: every field, in the order the struct declares them (the
 /// Python suite checks that none is left out).
-macro_rules! repr {
+macro_rules! field_repr {
     ($ty:ident, [$($field:literal),* $(,)?]) => {
         #[pymethods]
         impl $ty {
@@ -33,6 +33,7 @@ macro_rules! repr {
         }
     };
 }
+pub(crate) use field_repr;
 
 /// A session just recorded by `create_root` or `create_child`, and what it was born with.
 #[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
@@ -45,7 +46,7 @@ pub struct Created {
     inherited_trust_reads: bool,
     created_at: DateTime<Utc>,
 }
-repr!(
+field_repr!(
     Created,
     [
         "id",
@@ -93,7 +94,7 @@ pub struct Session {
     ended_at: Option<DateTime<Utc>>,
     live: bool,
 }
-repr!(
+field_repr!(
     Session,
     [
         "id",
@@ -132,7 +133,7 @@ pub struct SessionState {
     known: bool,
     materialized: bool,
 }
-repr!(
+field_repr!(
     SessionState,
     [
         "id",
@@ -170,7 +171,7 @@ pub struct Label {
     taint: &'static str,
     untrusted: bool,
 }
-repr!(Label, ["taint", "untrusted",]);
+field_repr!(Label, ["taint", "untrusted",]);
 
 impl From<sl::Label> for Label {
     fn from(l: sl::Label) -> Label {
@@ -249,7 +250,7 @@ pub struct Posture {
     epoch: i64,
     current: bool,
 }
-repr!(
+field_repr!(
     Posture,
     [
         "session",
@@ -293,7 +294,7 @@ pub struct Revocation {
     token: Option<String>,
     still_holding: Vec<String>,
 }
-repr!(
+field_repr!(
     Revocation,
     [
         "root",
@@ -328,7 +329,7 @@ pub struct EpochStart {
     lapsed: u64,
     carried: u64,
 }
-repr!(EpochStart, ["epoch", "durable", "lapsed", "carried",]);
+field_repr!(EpochStart, ["epoch", "durable", "lapsed", "carried",]);
 
 impl From<sl::EpochStart> for EpochStart {
     fn from(e: sl::EpochStart) -> EpochStart {
@@ -352,7 +353,7 @@ pub struct Scope {
     expires_at: DateTime<Utc>,
     revoked_at: Option<DateTime<Utc>>,
 }
-repr!(
+field_repr!(
     Scope,
     [
         "session",
@@ -390,7 +391,7 @@ pub struct Decision {
     pattern: Option<String>,
     scope: Option<String>,
 }
-repr!(
+field_repr!(
     Decision,
     [
         "id",
@@ -455,7 +456,7 @@ pub struct TreeNode {
     trust_reads: bool,
     live: bool,
 }
-repr!(
+field_repr!(
     TreeNode,
     [
         "id",
@@ -547,7 +548,10 @@ impl From<sl::AuditEntry> for AuditEntry {
 }
 
 /// A JSON value as plain Python: `dict`, `list`, `str`, `int`, `float`, `bool` or `None`.
-fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn json_to_py<'py>(
+    py: Python<'py>,
+    value: &serde_json::Value,
+) -> PyResult<Bound<'py, PyAny>> {
     use serde_json::Value;
     Ok(match value {
         Value::Null => py.None().into_bound(py),
@@ -630,7 +634,7 @@ pub struct Verification {
     first_bad_seq: Option<i64>,
     problem: Option<String>,
 }
-repr!(
+field_repr!(
     Verification,
     ["ok", "rows", "head", "first_bad_seq", "problem",]
 );
@@ -665,7 +669,7 @@ pub struct Explanation {
     live_scopes: Vec<Scope>,
     audit: Vec<AuditEntry>,
 }
-repr!(
+field_repr!(
     Explanation,
     [
         "session",

@@ -80,7 +80,10 @@ def _results(ledger: Ledger) -> List[Any]:
     preview = ledger.revoke("conductor", "preview", actor=ACTOR)
     epoch = ledger.start_epoch(actor=ACTOR)
     head = ledger.audit_head()
+    level = ledger.tree_level()
     return [
+        level,
+        level.nodes[0],
         root,
         created,
         ledger.session("worker"),

@@ -28,6 +28,7 @@ mod audit;
 mod columns;
 mod grants;
 mod labels;
+mod levels;
 mod migrate;
 mod open;
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod columns;
 mod connection;
 mod grants;
 mod labels;
+mod levels;
 mod migrate;
 mod open;
 #[cfg(test)]

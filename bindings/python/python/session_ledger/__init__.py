@@ -53,6 +53,9 @@ from ._session_ledger import (
     __version__,
 )
 
+# The tree one level at a time (`Ledger.tree_level`).
+from ._session_ledger import LevelNode, TreeLevel
+
 # The words that cross the boundary, for annotating code that passes them on.
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
@@ -118,3 +121,4 @@ __all__ = [
     "StorageError",
     "CorruptionError",
 ]
+__all__ += ["LevelNode", "TreeLevel"]

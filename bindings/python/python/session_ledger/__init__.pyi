@@ -60,6 +60,8 @@ __all__ = [
     "SessionState",
     "TreeNode",
     "Verification",
+    "LevelNode",
+    "TreeLevel",
     "LedgerError",
     "InvalidInput",
     "Conflict",
@@ -508,6 +510,63 @@ class Explanation:
     def __eq__(self, value: object, /) -> bool: ...
 
 @final
+class LevelNode:
+    """A session in a page of one level of the tree (``Ledger.tree_level``): its lineage, its
+    label and posture as a ``TreeNode`` shows them, and whether it has children."""
+    @property
+    def id(self) -> str: ...
+    @property
+    def created_by(self) -> Optional[str]:
+        """Its creator; ``None`` for a root."""
+    @property
+    def depth(self) -> int: ...
+    @property
+    def origin(self) -> Origin: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def ended_at(self) -> Optional[datetime]:
+        """When it ended; ``None`` while it is live. An ended session stays in its level."""
+    @property
+    def live(self) -> bool: ...
+    @property
+    def taint(self) -> Taint:
+        """The stored taint, or the one its first read would give it (``materialized`` says)."""
+    @property
+    def untrusted(self) -> bool: ...
+    @property
+    def materialized(self) -> bool:
+        """Whether its label is stored; reading a level writes nothing."""
+    @property
+    def trust(self) -> bool:
+        """Its posture admits every command now."""
+    @property
+    def trust_reads(self) -> bool:
+        """Its posture admits read-only commands now."""
+    @property
+    def posture(self) -> Optional[Posture]:
+        """Its posture row, current or lapsed (``current`` says), granted or inherited."""
+    @property
+    def has_children(self) -> bool:
+        """Whether it created or spawned a session the ledger has recorded."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class TreeLevel:
+    """One page of one level of the tree: the roots, or one session's children."""
+    @property
+    def parent(self) -> Optional[str]:
+        """Whose children these are; ``None`` for the roots."""
+    @property
+    def nodes(self) -> list[LevelNode]: ...
+    @property
+    def next(self) -> Optional[str]:
+        """The id to pass as ``after`` for the next page; ``None`` on the level's last page."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
 class Ledger:
     """An open ledger: a SQLite file, or a PostgreSQL database named by a ``postgres://`` URL.
 
@@ -712,3 +771,22 @@ class Ledger:
         """Verifies only the rows written since ``saved`` (a head from ``audit_head``, or its
         ``"SEQ:HASH"`` text): that its row is unchanged, then the chain from it to the newest
         row."""
+    def tree_level(
+        self, parent: Optional[str] = None, *, after: Optional[str] = None, limit: int = 50
+    ) -> TreeLevel:
+        """One page of one level of the tree: the roots (``parent`` ``None``) or the sessions
+        ``parent`` created or spawned, oldest first, after the session ``after`` of that level
+        (the ``next`` of the page before), at most ``limit``. Costs what the page shows, however
+        large the ledger; writes nothing. An ``after`` not on that level gives an empty page.
+
+        Raises ``UnknownSession`` for an unknown ``parent``, ``InvalidInput`` for a malformed
+        id or a negative ``limit``."""
+    def decision_detail(self, id: str, command: str, *, read_only: bool = False) -> dict[str, Any]:
+        """``decide``, answered with every part of its reason as a ``dict``, as the command
+        line's ``--json decide`` prints it: ``verdict`` (``"approve"`` or ``"ask"``) and
+        ``reason``, whose ``kind`` is a ``Reason`` word; for ``"pattern"``, ``parts``: each simple
+        command's ``text``, ``range`` and the ``pattern`` and ``added_by`` that admitted it; for
+        ``"nothing"``, ``unadmitted`` (the first part no pattern admits) or ``refused`` (the
+        construct no pattern ever admits, ``{"construct", "at"}``). Reads only, as ``decide``.
+
+        Raises ``InvalidInput`` for a malformed id or an empty command."""

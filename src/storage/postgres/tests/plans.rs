@@ -20,7 +20,7 @@
 
 use postgres::{Client, NoTls};
 
-use super::{audit, grants, labels, postures, sessions};
+use super::{audit, grants, labels, levels, postures, sessions};
 use crate::config::{Config, Synchronous};
 use crate::{Ledger, PostureLevel, Propagation, Raise, Taint};
 
@@ -54,6 +54,10 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("children", sessions::CHILDREN),
         ("subtree", sessions::SUBTREE),
         ("tree", sessions::TREE),
+        ("tree level: the roots", levels::ROOTS),
+        ("tree level: the roots after one", levels::ROOTS_AFTER),
+        ("tree level: children", levels::CHILDREN),
+        ("tree level: children after one", levels::CHILDREN_AFTER),
         (
             "tree, read-only first read: the inherited label",
             labels::INHERITED,
@@ -84,7 +88,14 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
 /// The statements whose every join is a key search by construction (a `LATERAL` join that
 /// PostgreSQL cannot flatten), whatever the planner guesses of the rows: no plan of theirs may
 /// read a growing table whole, not even through an index.
-const KEY_SEARCHES_ONLY: &[&str] = &["tree", "preview: subtree with postures"];
+const KEY_SEARCHES_ONLY: &[&str] = &[
+    "tree",
+    "preview: subtree with postures",
+    "tree level: the roots",
+    "tree level: the roots after one",
+    "tree level: children",
+    "tree level: children after one",
+];
 
 /// The tables that grow with the ledger: no hot statement may scan one.
 const GROWING: &[&str] = &[

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{audit, grants, labels, postures, sessions};
+use super::{audit, grants, labels, levels, postures, sessions};
 use crate::config::{Config, Synchronous};
 use crate::{Ledger, PostureLevel, Propagation, Raise};
 
@@ -51,6 +51,10 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("children", sessions::CHILDREN),
         ("subtree", sessions::SUBTREE),
         ("tree", sessions::TREE),
+        ("tree level: the roots", levels::ROOTS),
+        ("tree level: the roots after one", levels::ROOTS_AFTER),
+        ("tree level: children", levels::CHILDREN),
+        ("tree level: children after one", levels::CHILDREN_AFTER),
         (
             "tree, read-only first read: the inherited label",
             labels::INHERITED,
@@ -321,4 +325,27 @@ fn the_plan_check_catches_a_scan_and_an_automatic_index() {
             "SCAN sessions USING COVERING INDEX sessions_by_creator"
         ]
     );
+}
+
+#[test]
+fn a_page_of_a_tree_level_is_a_range_of_the_creator_index_in_its_order_with_nothing_sorted(
+) -> crate::Result<()> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("ledger.db");
+    build(&path)?;
+    let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    for (sql, range) in [
+        (levels::ROOTS, "(created_by=?)"),
+        (levels::ROOTS_AFTER, "(created_by=? AND created_at>?)"),
+        (levels::CHILDREN, "(created_by=?)"),
+        (levels::CHILDREN_AFTER, "(created_by=? AND created_at>?)"),
+    ] {
+        let plan = bundled_plan(&conn, sql)?.join("\n");
+        assert!(
+            plan.contains(&format!("SEARCH s USING INDEX sessions_by_creator {range}")),
+            "{plan}"
+        );
+        assert!(!plan.contains("TEMP B-TREE"), "a page is sorted:\n{plan}");
+    }
+    Ok(())
 }

@@ -1,0 +1,442 @@
+"""The console's web application: its pages, fragments and actions.
+
+Every page is rendered on the server from Jinja templates; htmx (served from the package,
+``static/htmx.min.js``) loads the tree a level at a time, pages the levels, shows a dry-run
+decision in place, and reloads what a page shows when the ledger changes (``/events``).
+
+Two handles on the ledger: ``reader``, opened read-only, serves every GET, so that no page can
+change anything (a GET writes nothing, not even a first read's label); ``writer`` serves the
+actions, each a POST with the operator's name as the actor. The binding releases the GIL and
+blocks while the ledger works, so the routes that call it are plain functions, which FastAPI
+runs in its thread pool, off the event loop.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, cast
+from urllib.parse import quote, urlencode
+
+import jinja2
+import session_ledger
+from fastapi import FastAPI, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from session_ledger import Ledger, LedgerError
+
+from . import text
+from .gate import CSRF_FIELD, Gate, Operator, Policy, Refused, Sessions
+from .live import HeadWatcher, Verifier
+
+#: Sessions per page of a tree level, unless the console was started with another.
+PAGE_SIZE = 50
+#: The most sessions one level shows when the page reloads what it showed.
+MAX_SHOWN = 1000
+#: The most levels a reload of the tree opens.
+MAX_OPEN = 200
+#: Audit rows per page.
+AUDIT_PAGE = 50
+#: Seconds without a change after which the event stream says it is alive.
+KEEPALIVE_SECONDS = 15.0
+#: A TTL as the command line writes it: a whole number and a unit.
+TTL = re.compile(r"\s*(\d{1,12})\s*([smhd])\s*\Z")
+TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+AUDIT_KINDS = [
+    "session.root", "session.create", "session.create_refused", "session.spawn", "session.end",
+    "label.inherit", "label.raise", "posture.grant", "posture.revoke", "epoch.start",
+    "pattern.add", "pattern.remove", "scope.grant", "scope.revoke",
+]  # fmt: skip
+
+
+@dataclass
+class Console:
+    """What the routes share."""
+
+    reader: Ledger
+    writer: Ledger
+    location: str
+    page_size: int
+    watcher: HeadWatcher
+    verifier: Verifier
+    templates: jinja2.Environment
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("session_ledger_console", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["visible"] = text.visible
+    env.filters["detail"] = text.detail
+    env.filters["when"] = text.when
+    env.filters["q"] = lambda v: quote(str(v), safe="")
+    return env
+
+
+def create_app(
+    db: str,
+    policy: Policy,
+    *,
+    page_size: int = PAGE_SIZE,
+    verify_on_start: bool = True,
+) -> FastAPI:
+    """The console over the ledger at ``db`` (a SQLite path or a PostgreSQL URL)."""
+    writer = Ledger(db)
+    reader = Ledger(db, read_only=True)
+    console = Console(
+        reader=reader,
+        writer=writer,
+        location=writer.location,
+        page_size=page_size,
+        watcher=HeadWatcher(reader),
+        verifier=Verifier(reader),
+        templates=_environment(),
+    )
+    if verify_on_start:
+        console.verifier.start()
+    sessions = Sessions()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        reader.close()
+        writer.close()
+
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.console = console
+    app.state.sessions = sessions
+    static = resources.files("session_ledger_console") / "static"
+    app.mount("/static", StaticFiles(directory=str(static)), name="static")
+    _routes(app, console)
+
+    def refusal_page(refused: Refused) -> bytes:
+        page = console.templates.get_template("refused.html")
+        return page.render(refused=refused, location=console.location).encode()
+
+    app.add_middleware(Gate, policy=policy, sessions=sessions, render_refusal=refusal_page)
+
+    @app.middleware("http")
+    async def server_timing(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        """How long the console took, in the ``Server-Timing`` header: what the scale figures
+        of docs/performance.md measure."""
+        started = time.perf_counter()
+        response: Response = await call_next(request)
+        response.headers["server-timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.3f}"
+        return response
+
+    return app
+
+
+def _operator(request: Request) -> Operator:
+    operator: Operator = request.state.operator
+    return operator
+
+
+def _flash(request: Request, kind: str, message: str, sessions: Optional[List[str]] = None) -> None:
+    _operator(request).flashes.append({"kind": kind, "text": message, "sessions": sessions or []})
+
+
+def _back(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _session_url(id: str) -> str:
+    return "/session/" + quote(id, safe="")
+
+
+def _parse_open(values: List[str], page_size: int) -> Dict[str, int]:
+    """``ID~N`` entries: the levels a page shows open, and how many sessions each shows (at
+    least a page, so that a reload shows a session added since)."""
+    opened: Dict[str, int] = {}
+    for value in values[:MAX_OPEN]:
+        id, _, shown = value.rpartition("~")
+        if id and shown.isdigit():
+            opened[id] = max(page_size, min(int(shown), MAX_SHOWN))
+    return opened
+
+
+def _routes(app: FastAPI, c: Console) -> None:
+    def render(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        operator = _operator(request)
+        flashes, operator.flashes = operator.flashes, []
+        page = c.templates.get_template(name)
+        html = page.render(
+            operator=operator,
+            csrf_field=CSRF_FIELD,
+            location=c.location,
+            flashes=flashes,
+            head=str(c.reader.audit_head()),
+            **values,
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def fragment(name: str, **values: Any) -> HTMLResponse:
+        return HTMLResponse(c.templates.get_template(name).render(**values))
+
+    def level(parent: Optional[str], after: Optional[str], limit: int, opened: Dict[str, int]) -> Dict[str, Any]:
+        """A page of one level, with the levels below it that are open, as the templates take
+        it: each open level one more `tree_level` call, so the cost is what is shown."""
+        page = c.reader.tree_level(parent, after=after, limit=limit)
+        children: Dict[str, Any] = {}
+        for node in page.nodes:
+            if node.id in opened and node.has_children:
+                children[node.id] = level(node.id, None, opened[node.id], opened)
+        return {"parent": parent, "page": page, "children": children}
+
+    # ----------------------------------------------------------------------------- the tree
+
+    @app.get("/", response_class=HTMLResponse)
+    def tree_page(request: Request, roots: Optional[int] = None) -> HTMLResponse:
+        opened = _parse_open(request.query_params.getlist("open"), c.page_size)
+        shown = max(c.page_size, min(roots or 0, MAX_SHOWN))
+        return render(request, "tree.html", tree=level(None, None, shown, opened), page_size=c.page_size)
+
+    @app.get("/tree/body", response_class=HTMLResponse)
+    def tree_body(request: Request, roots: Optional[int] = None) -> HTMLResponse:
+        opened = _parse_open(request.query_params.getlist("open"), c.page_size)
+        shown = max(c.page_size, min(roots or 0, MAX_SHOWN))
+        return fragment("tree_body.html", tree=level(None, None, shown, opened))
+
+    @app.get("/tree/level", response_class=HTMLResponse)
+    def tree_level(parent: Optional[str] = None, after: Optional[str] = None, shown: int = 0) -> HTMLResponse:
+        """One page of a level: the first when a node opens, the next when "more" is pressed."""
+        try:
+            data = level(parent or None, after or None, c.page_size, {})
+        except LedgerError as e:
+            return HTMLResponse(f'<p class="error">{text.visible(e)}</p>', status_code=404)
+        template = "level_more.html" if after else "level.html"
+        return fragment(template, tree=data, shown=max(0, shown))
+
+    @app.get("/tree/toggle", response_class=HTMLResponse)
+    def tree_toggle(id: str, open: int = 0) -> HTMLResponse:
+        """The button of a node, open or closed; closing also empties its level."""
+        return fragment("toggle.html", id=id, open=bool(open))
+
+    # ----------------------------------------------------------------------------- a session
+
+    def session_facts(id: str) -> Dict[str, Any]:
+        explanation = c.reader.explain(id)
+        audit = list(reversed(c.reader.audit(session=id, limit=20)))
+        return {"x": explanation, "audit": audit, "now": datetime.now(timezone.utc)}
+
+    @app.get("/session/{id}", response_class=HTMLResponse)
+    def session_page(request: Request, id: str) -> HTMLResponse:
+        try:
+            facts = session_facts(id)
+        except LedgerError as e:
+            return render(request, "missing.html", status=404, id=id, error=str(e))
+        return render(request, "session.html", id=id, **facts)
+
+    @app.get("/session/{id}/facts", response_class=HTMLResponse)
+    def session_facts_fragment(id: str) -> HTMLResponse:
+        try:
+            return fragment("session_facts.html", id=id, **session_facts(id))
+        except LedgerError as e:
+            return HTMLResponse(f'<p class="error">{text.visible(e)}</p>', status_code=404)
+
+    @app.get("/session/{id}/decide", response_class=HTMLResponse)
+    def decide(id: str, command: str = "", read_only: str = "") -> HTMLResponse:
+        """Would this be approved? A dry run on the read-only handle: nothing is written."""
+        try:
+            detail = c.reader.decision_detail(id, command, read_only=bool(read_only))
+        except LedgerError as e:
+            return fragment("decision.html", id=id, command=command, detail=None, error=str(e))
+        return fragment("decision.html", id=id, command=command, detail=detail, error=None)
+
+    @app.get("/session/{id}/revoke", response_class=HTMLResponse)
+    def revoke_page(request: Request, id: str, propagation: str = "cascade") -> HTMLResponse:
+        operator = _operator(request)
+        try:
+            preview = c.reader.revoke(id, "preview", actor=operator.name)
+        except LedgerError as e:
+            _flash(request, "error", str(e))
+            return render(request, "missing.html", status=404, id=id, error=str(e))
+        return render(request, "revoke.html", id=id, preview=preview, propagation=propagation, stale=False)
+
+    @app.post("/session/{id}/revoke", response_class=HTMLResponse)
+    def revoke(
+        request: Request, id: str, propagation: str = Form(...), token: str = Form("")
+    ) -> Response:
+        operator = _operator(request)
+        try:
+            if propagation == "cascade":
+                done = c.writer.revoke(id, "cascade", actor=operator.name, token=token or None)
+                _flash(request, "done", f"Revoked the posture of {done.count} sessions.", done.sessions)
+            else:
+                done = c.writer.revoke(id, "local", actor=operator.name)
+                message = f"Revoked the posture of {id} only."
+                if done.still_holding:
+                    message += " These descendants still hold a posture inherited through it:"
+                else:
+                    message += " No descendant holds a posture inherited through it."
+                _flash(request, "done", message, done.still_holding)
+        except session_ledger.StalePreview:
+            preview = c.reader.revoke(id, "preview", actor=operator.name)
+            return render(request, "revoke.html", status=409, id=id, preview=preview, propagation="cascade", stale=True)
+        except LedgerError as e:
+            _flash(request, "error", str(e))
+        return _back(_session_url(id))
+
+    def act(request: Request, id: str, call: Callable[[str], str]) -> Response:
+        """Runs an action with the operator's name as the actor; says what happened."""
+        try:
+            _flash(request, "done", call(_operator(request).name))
+        except LedgerError as e:
+            _flash(request, "error", str(e))
+        return _back(_session_url(id))
+
+    @app.post("/session/{id}/grant")
+    def grant(request: Request, id: str, level: str = Form(...)) -> Response:
+        def call(actor: str) -> str:
+            # The ledger checks the word: anything but `trust` and `trust_reads` is refused.
+            p = c.writer.grant(id, cast(session_ledger.PostureLevel, level), actor=actor)
+            return f"Granted {p.level} on {p.session}."
+
+        return act(request, id, call)
+
+    @app.post("/session/{id}/end")
+    def end(request: Request, id: str) -> Response:
+        def call(actor: str) -> str:
+            c.writer.end(id, actor=actor)
+            return f"Ended {id} (and the sub-agents it spawned)."
+
+        return act(request, id, call)
+
+    @app.post("/session/{id}/patterns")
+    def add_pattern(
+        request: Request, id: str, pattern: str = Form(...), must_match: str = Form(""), must_not_match: str = Form("")
+    ) -> Response:
+        def call(actor: str) -> str:
+            def lines(text: str) -> List[str]:
+                return [line for line in text.splitlines() if line.strip()]
+
+            added = c.writer.add_pattern(
+                id, pattern, actor=actor, must_match=lines(must_match), must_not_match=lines(must_not_match)
+            )
+            return f"Added the pattern {pattern!r}." if added else f"{id} already had the pattern {pattern!r}."
+
+        return act(request, id, call)
+
+    @app.post("/session/{id}/patterns/remove")
+    def remove_pattern(request: Request, id: str, pattern: str = Form(...)) -> Response:
+        def call(actor: str) -> str:
+            c.writer.remove_pattern(id, pattern, actor=actor)
+            return f"Removed the pattern {pattern!r}."
+
+        return act(request, id, call)
+
+    @app.post("/session/{id}/scopes")
+    def grant_scope(request: Request, id: str, name: str = Form(...), ttl: str = Form(...)) -> Response:
+        match = TTL.match(ttl)
+        if not match:
+            _flash(request, "error", f"A TTL is a whole number and a unit s, m, h or d (like 30m), not {ttl!r}.")
+            return _back(_session_url(id))
+        seconds = int(match.group(1)) * TTL_UNITS[match.group(2)]
+
+        def call(actor: str) -> str:
+            scope = c.writer.grant_scope(id, name, ttl_seconds=seconds, actor=actor)
+            return f"Granted the scope {scope.name} until {text.when(scope.expires_at)}."
+
+        return act(request, id, call)
+
+    @app.post("/session/{id}/scopes/revoke")
+    def revoke_scope(request: Request, id: str, name: str = Form(...)) -> Response:
+        def call(actor: str) -> str:
+            c.writer.revoke_scope(id, name, actor=actor)
+            return f"Revoked the scope {name}."
+
+        return act(request, id, call)
+
+    # ----------------------------------------------------------------------------- epochs
+
+    @app.get("/epoch", response_class=HTMLResponse)
+    def epoch_page(request: Request) -> HTMLResponse:
+        return render(request, "epoch.html", epoch=c.reader.current_epoch())
+
+    @app.post("/epoch")
+    def start_epoch(request: Request, confirm: str = Form(""), durable: str = Form("")) -> Response:
+        expected = f"start epoch {c.reader.current_epoch() + 1}"
+        if confirm.strip() != expected:
+            _flash(request, "error", f"Nothing was started: type {expected!r} to confirm.")
+            return _back("/epoch")
+        try:
+            started = c.writer.start_epoch(actor=_operator(request).name, durable=True if durable else None)
+            _flash(
+                request,
+                "done",
+                f"Started epoch {started.epoch}: {started.lapsed} postures lapsed, {started.carried} carried over.",
+            )
+        except LedgerError as e:
+            _flash(request, "error", str(e))
+        return _back("/epoch")
+
+    # ----------------------------------------------------------------------------- the audit trail
+
+    def audit_query(request: Request) -> Tuple[Dict[str, Any], Dict[str, str]]:
+        q = request.query_params
+        filters = {k: q.get(k, "").strip() for k in ("kind", "session", "subtree", "since", "until")}
+        args: Dict[str, Any] = {"limit": AUDIT_PAGE}
+        for key in ("kind", "session", "subtree"):
+            if filters[key]:
+                args[key] = filters[key]
+        for key in ("since", "until"):
+            if filters[key]:
+                moment = datetime.fromisoformat(filters[key].replace("Z", "+00:00"))
+                args[key] = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        before = q.get("before", "")
+        if before.isdigit():
+            args["before"] = int(before)
+        return args, filters
+
+    def audit_rows(request: Request) -> Dict[str, Any]:
+        error = None
+        rows: List[Any] = []
+        args, filters = audit_query(request)
+        try:
+            rows = list(reversed(c.reader.audit(**args)))
+        except (LedgerError, ValueError) as e:
+            error = str(e)
+        older = None
+        if len(rows) == AUDIT_PAGE:
+            older = "/audit?" + urlencode({**{k: v for k, v in filters.items() if v}, "before": rows[-1].seq})
+        query = urlencode({k: v for k, v in filters.items() if v})
+        return {"rows": rows, "filters": filters, "older": older, "error": error, "paged": "before" in args, "query": query}
+
+    @app.get("/audit", response_class=HTMLResponse)
+    def audit_page(request: Request) -> HTMLResponse:
+        try:
+            data = audit_rows(request)
+        except ValueError as e:
+            data = {"rows": [], "filters": {}, "older": None, "error": str(e), "paged": False, "query": ""}
+        chain = c.verifier.refresh()
+        return render(request, "audit.html", kinds=AUDIT_KINDS, chain=chain, **data)
+
+    @app.get("/audit/rows", response_class=HTMLResponse)
+    def audit_rows_fragment(request: Request) -> HTMLResponse:
+        try:
+            data = audit_rows(request)
+        except ValueError as e:
+            data = {"rows": [], "filters": {}, "older": None, "error": str(e), "paged": False, "query": ""}
+        return fragment("audit_rows.html", **data)
+
+    # ----------------------------------------------------------------------------- live
+
+    @app.get("/events")
+    async def events() -> StreamingResponse:
+        """The audit head now and at each change, as Server-Sent Events."""
+
+        async def stream() -> Any:
+            yield "retry: 1000\n\n"
+            async for head in c.watcher.listen(KEEPALIVE_SECONDS):
+                yield ": alive\n\n" if head is None else f"event: head\ndata: {head}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")

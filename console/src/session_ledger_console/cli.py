@@ -1,0 +1,121 @@
+"""``session-ledger-console``: start the console on a ledger and print the link to open.
+
+    session-ledger-console --db PATH_OR_URL [--host 127.0.0.1] [--port 8765]
+                           [--operator NAME | --trust-header HEADER] [--public-origin URL]
+
+It listens on 127.0.0.1 unless told otherwise. Operators sign in with the link it prints, whose
+token sets a session cookie (the token changes at every start, unless
+``SESSION_LEDGER_CONSOLE_TOKEN`` sets it); every change they make is recorded with ``--operator``
+as the actor. Behind a reverse proxy that authenticates operators, ``--trust-header`` names the
+header that carries the operator's name, and the token is not used (docs/console.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import socket
+import sys
+from typing import List, Optional
+
+import uvicorn
+
+from session_ledger import LedgerError
+
+from .app import PAGE_SIZE, create_app
+from .gate import Policy, valid_operator_name
+
+
+def _default_operator() -> str:
+    """As the command line chooses its actor: $SESSION_LEDGER_ACTOR, $USER, then `operator`."""
+    for name in (os.environ.get("SESSION_LEDGER_ACTOR"), os.environ.get("USER")):
+        if name and valid_operator_name(name):
+            return name
+    return "operator"
+
+
+def _is_url(db: str) -> bool:
+    return db.startswith("postgres://") or db.startswith("postgresql://")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="session-ledger-console",
+        description="The operator's console for a session ledger, in a browser.",
+    )
+    p.add_argument("--db", default=os.environ.get("SESSION_LEDGER_DB"),
+                   help="the ledger: a SQLite file or a postgres:// URL (default: $SESSION_LEDGER_DB)")
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0 picks a free one)")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--operator", help="the operator's name, recorded as the actor of every change "
+                     "(default: $SESSION_LEDGER_ACTOR, $USER, or 'operator')")
+    who.add_argument("--trust-header", metavar="HEADER",
+                     help="take each operator's name from this header, set by a trusted reverse proxy "
+                     "(e.g. X-Forwarded-User); no token is printed or accepted")
+    p.add_argument("--public-origin", metavar="URL",
+                   help="the origin browsers use (https://console.example), when a proxy changes it")
+    p.add_argument("--page-size", type=int, default=PAGE_SIZE,
+                   help=f"sessions per page of a tree level (default {PAGE_SIZE})")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+
+    def say(message: str) -> None:
+        print(f"session-ledger-console: {message}", file=sys.stderr, flush=True)
+
+    if not args.db:
+        say("error: no ledger: give --db PATH_OR_URL or set SESSION_LEDGER_DB")
+        return 2
+    if not _is_url(args.db) and not os.path.exists(args.db):
+        say(f"error: no ledger at {args.db} (create one with `session-ledger --db {args.db} init`)")
+        return 1
+    operator = None
+    if args.trust_header is None:
+        operator = args.operator or _default_operator()
+        if not valid_operator_name(operator):
+            say(f"error: the operator's name {operator!r} is not 1 to 64 characters from "
+                "A-Z, a-z, 0-9 and . _ : @ -")
+            return 2
+    if not 1 <= args.page_size <= 1000:
+        say("error: --page-size is from 1 to 1000")
+        return 2
+    token = None if args.trust_header else (os.environ.get("SESSION_LEDGER_CONSOLE_TOKEN") or secrets.token_urlsafe(32))
+    policy = Policy(
+        token=token,
+        operator=operator,
+        trust_header=args.trust_header,
+        public_origin=args.public_origin,
+        secure_cookie=bool(args.public_origin and args.public_origin.startswith("https://")),
+    )
+    try:
+        app = create_app(args.db, policy, page_size=args.page_size)
+    except LedgerError as e:
+        say(f"error: {e}")
+        return 1
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    # Listening before the link is printed: a browser that opens it at once waits in the
+    # backlog until the server accepts, rather than being refused.
+    sock.listen(2048)
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    where = app.state.console.location
+    if token is not None:
+        say(f"serving {where} for operator {operator}")
+        print(f"http://{host}:{port}/?token={token}", flush=True)
+    else:
+        say(f"serving {where}; operators are named by the {args.trust_header} header")
+        print(f"http://{host}:{port}/", flush=True)
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, proxy_headers=False)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
