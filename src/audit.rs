@@ -12,6 +12,7 @@
 //! concept.
 
 mod chain;
+pub(crate) mod merkle;
 
 pub use chain::{chain_hash, ChainProblem, Verification};
 pub(crate) use chain::{hex, verify, verify_from};
