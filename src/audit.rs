@@ -12,6 +12,7 @@
 //! concept.
 
 mod chain;
+pub(crate) mod checkpoint;
 pub(crate) mod merkle;
 
 pub use chain::{chain_hash, ChainProblem, Verification};
