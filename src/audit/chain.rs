@@ -238,7 +238,7 @@ impl Walk {
 pub(crate) fn verify(r: &mut dyn Read, saved: Option<&AuditHead>) -> Result<Verification> {
     let mut walk = Walk::from_genesis(super::ordered_from(r)?);
     let mut saved_hash: Option<String> = None;
-    r.audit_walk(i64::MIN, &mut |row| {
+    r.audit_walk(i64::MIN, i64::MAX, &mut |row| {
         if saved.is_some_and(|h| h.seq == row.seq) {
             saved_hash = Some(row.hash.clone());
         }
@@ -271,7 +271,7 @@ pub(crate) fn verify_from(r: &mut dyn Read, saved: &AuditHead) -> Result<Verific
     }
     let mut walk = Walk::from_genesis(super::ordered_from(r)?);
     let mut started = false;
-    r.audit_walk(saved.seq, &mut |row| {
+    r.audit_walk(saved.seq, i64::MAX, &mut |row| {
         if started {
             walk.check(row);
             return Ok(());

@@ -113,7 +113,7 @@ impl SignerKey {
             crate::error::EngineError::new(
                 "random number generator",
                 false,
-                std::io::Error::other(e),
+                std::io::Error::other(e.to_string()),
             )
         })?;
         Ok(SignerKey {

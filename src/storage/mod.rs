@@ -27,6 +27,7 @@ mod postures;
 mod sessions;
 mod sqlite;
 mod transfer;
+mod tree;
 
 pub(crate) use audit::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow};
 pub(crate) use grants::{GrantReads, GrantWrites, PatternRow};
@@ -38,6 +39,7 @@ pub(crate) use sessions::{
     CreationCounts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop,
 };
 pub(crate) use transfer::{ExportReads, Import, Kind, Row, Table, Value};
+pub(crate) use tree::{CheckpointRow, TreeNode, TreeReads, TreeWrites};
 
 use std::fmt;
 use std::path::Path;
@@ -55,7 +57,14 @@ pub(crate) trait FileReads {
 
 /// Every read the concepts make, on a connection or inside a transaction.
 pub(crate) trait Read:
-    SessionReads + LabelReads + PostureReads + GrantReads + AuditReads + FileReads + ExportReads
+    SessionReads
+    + LabelReads
+    + PostureReads
+    + GrantReads
+    + AuditReads
+    + TreeReads
+    + FileReads
+    + ExportReads
 {
 }
 
@@ -65,6 +74,7 @@ impl<T> Read for T where
         + PostureReads
         + GrantReads
         + AuditReads
+        + TreeReads
         + FileReads
         + ExportReads
         + ?Sized
@@ -73,7 +83,7 @@ impl<T> Read for T where
 
 /// Every write the concepts make, inside one write transaction, and its reads.
 pub(crate) trait Write:
-    SessionWrites + LabelWrites + PostureWrites + GrantWrites + AuditWrites
+    SessionWrites + LabelWrites + PostureWrites + GrantWrites + AuditWrites + TreeWrites
 {
     /// The transaction's reads: they see its own writes.
     fn read(&mut self) -> &mut dyn Read;
