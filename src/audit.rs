@@ -14,9 +14,16 @@
 mod chain;
 pub(crate) mod checkpoint;
 pub(crate) mod merkle;
+pub(crate) mod receipt;
+pub(crate) mod tree;
+pub(crate) mod verify;
 
 pub use chain::{chain_hash, ChainProblem, Verification};
 pub(crate) use chain::{hex, verify, verify_from};
+pub use checkpoint::{Checkpoint, SignedCheckpoint, SignerKey, VerifierKey};
+pub use receipt::{verify_receipt, Receipt, ReceiptCheck};
+pub use tree::audit_leaf;
+pub use verify::{CheckpointOptions, CheckpointVerification, Finding};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 

@@ -132,6 +132,23 @@ impl SignerKey {
         VerifierKey::new(&self.name, self.key.verifying_key())
     }
 
+    /// Signs `text` as a signed note by this key alone: for a witness's or a test's own notes.
+    /// The ledger signs its checkpoints with [`Ledger::checkpoint`](crate::Ledger::checkpoint).
+    ///
+    /// # Errors
+    ///
+    /// `InvalidNote` for a text that is empty, does not end with a newline, or holds a control
+    /// character other than newline.
+    pub fn sign_text(&self, text: &str) -> Result<String> {
+        if text.is_empty() || !text.ends_with('\n') || text.chars().any(|c| c < ' ' && c != '\n') {
+            return Err(invalid(
+                "the text to sign",
+                "must be non-empty, end with a newline and hold no control character",
+            ));
+        }
+        Ok(self.sign_note(text))
+    }
+
     /// Signs `text` (which must end with a newline) as a signed note by this key alone.
     pub(crate) fn sign_note(&self, text: &str) -> String {
         let id = key_id(&self.name, &self.key.verifying_key());
