@@ -13,6 +13,7 @@
 
 mod chain;
 pub(crate) mod checkpoint;
+mod export;
 pub(crate) mod merkle;
 pub(crate) mod receipt;
 pub(crate) mod tree;
@@ -21,6 +22,7 @@ pub(crate) mod verify;
 pub use chain::{chain_hash, ChainProblem, Verification};
 pub(crate) use chain::{hex, verify, verify_from};
 pub use checkpoint::{Checkpoint, SignedCheckpoint, SignerKey, VerifierKey};
+pub use export::{ocsf_event, OCSF_VERSION};
 pub use receipt::{verify_receipt, Receipt, ReceiptCheck};
 pub use tree::audit_leaf;
 pub use verify::{CheckpointOptions, CheckpointVerification, Finding};

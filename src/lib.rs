@@ -105,9 +105,9 @@ mod sessions;
 mod storage;
 
 pub use audit::{
-    audit_leaf, chain_hash, verify_receipt, AuditQuery, ChainProblem, Checkpoint,
+    audit_leaf, chain_hash, ocsf_event, verify_receipt, AuditQuery, ChainProblem, Checkpoint,
     CheckpointOptions, CheckpointVerification, Finding, Receipt, ReceiptCheck, SignedCheckpoint,
-    SignerKey, Verification, VerifierKey, LEDGER_ACTOR,
+    SignerKey, Verification, VerifierKey, LEDGER_ACTOR, OCSF_VERSION,
 };
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};

@@ -179,11 +179,6 @@ impl Nodes for View<'_> {
     }
 }
 
-/// The root of the tree of the first `size` rows.
-pub(crate) fn root_at(r: &mut dyn Read, size: u64) -> Result<Hash> {
-    Ok(View::at(r, size)?.root())
-}
-
 /// Brings the stored tree up to the first `size` rows: hashes the rows after its last leaf,
 /// checking that each extends the chain, and appends the nodes they complete, a chunk at a
 /// time. A row that breaks the chain stops it: no tree, and so no checkpoint, is built over a

@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use super::chain::{self, hex};
+use super::chain;
 use super::checkpoint::{Checkpoint, NoteProblem, SignedCheckpoint, VerifierKey};
 use super::merkle::{consistency_proof, verify_consistency};
 use super::tree::{self, leaf_of, rows, View};
@@ -437,10 +437,4 @@ fn chain_finding(
             ),
         ),
     });
-}
-
-/// The hex of a root, for messages.
-#[allow(dead_code)]
-fn root_hex(root: &[u8; 32]) -> String {
-    hex(root)
 }

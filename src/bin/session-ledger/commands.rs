@@ -11,7 +11,10 @@ use session_ledger::{
     Propagation, Raise, StorageError, Taint,
 };
 
-use crate::args::{AuditCommand, EpochCommand, LedgerCommand, PatternCommand, ScopeCommand};
+use crate::args::{
+    AuditCommand, CheckpointCommand, EpochCommand, LedgerCommand, PatternCommand, ScopeCommand,
+};
+use crate::checkpoints;
 use crate::error::CliError;
 use crate::render::{self, Report};
 
@@ -39,7 +42,27 @@ pub fn run(
     out: &mut dyn Write,
     notes: &mut dyn Write,
 ) -> Result<Report, CliError> {
-    let report = execute(ctx, command)?;
+    let report = match command {
+        // A feed prints as it reads, and with --follow never ends.
+        LedgerCommand::Audit {
+            command:
+                Some(AuditCommand::Export {
+                    after,
+                    follow,
+                    format,
+                    poll,
+                }),
+            ..
+        } => checkpoints::export(
+            ctx,
+            *after,
+            *follow,
+            format,
+            std::time::Duration::from_millis(*poll),
+            out,
+        )?,
+        _ => execute(ctx, command)?,
+    };
     render::report(out, json, &report)?;
     if let Some(note) = render::note(json, &report) {
         out.flush()?;
@@ -49,6 +72,9 @@ pub fn run(
     match &report {
         Report::Verified { verification, .. } if !verification.ok => Err(CliError::Unverified),
         Report::Checked(check) if !check.ok => Err(CliError::CheckFailed),
+        Report::CheckpointVerified { verification, .. } if !verification.ok => {
+            Err(CliError::Unverified)
+        }
         _ => Ok(report),
     }
 }
@@ -81,6 +107,14 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             ..
         } => Ok(Report::Head(open_for_reading(ctx.db)?.audit_head()?)),
         LedgerCommand::Audit {
+            command: Some(AuditCommand::Prove { seq, checkpoint }),
+            ..
+        } => checkpoints::prove(ctx, *seq, checkpoint.as_deref()),
+        LedgerCommand::Audit {
+            command: Some(AuditCommand::Export { .. }),
+            ..
+        } => Ok(Report::Exported),
+        LedgerCommand::Audit {
             command: None,
             session,
             subtree,
@@ -99,7 +133,20 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             query.before = *before;
             audit(ctx, query, *limit)
         }
-        LedgerCommand::Verify { head, from } => verify(ctx, head.as_deref(), from.as_deref()),
+        LedgerCommand::Verify {
+            checkpoint: Some(checkpoint),
+            verifier_key,
+            state,
+            fast,
+            ..
+        } => checkpoints::verify(
+            ctx,
+            checkpoint,
+            verifier_key.as_deref().unwrap_or_default(),
+            state.as_deref(),
+            *fast,
+        ),
+        LedgerCommand::Verify { head, from, .. } => verify(ctx, head.as_deref(), from.as_deref()),
         LedgerCommand::Explain { id } => Ok(Report::Explained(Box::new(
             open_for_reading(ctx.db)?.explain(id)?,
         ))),
@@ -140,6 +187,15 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         }
         LedgerCommand::Epoch(EpochCommand::Show) => {
             Ok(Report::Epoch(open_for_reading(ctx.db)?.current_epoch()?))
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::Keygen { key, name }) => {
+            checkpoints::keygen(key, name)
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::Sign { key, origin, actor }) => {
+            checkpoints::sign(ctx, key, origin.as_deref(), actor)
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::List { after, limit }) => {
+            checkpoints::list(ctx, *after, *limit)
         }
     }
 }
@@ -374,7 +430,7 @@ fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {
 }
 
 /// Who a command acts as: `--actor`, else the context's default, else [`actor`]'s answer.
-fn acting(ctx: &Context<'_>, explicit: &Option<String>) -> Result<String, CliError> {
+pub fn acting(ctx: &Context<'_>, explicit: &Option<String>) -> Result<String, CliError> {
     match (explicit, ctx.default_actor) {
         (None, Some(default)) => Ok(default.to_owned()),
         _ => actor(explicit),
@@ -411,7 +467,7 @@ fn cli_config() -> Config {
 }
 
 /// Opens the ledger for a command that writes.
-fn open_existing(path: &Path) -> Result<Ledger, Error> {
+pub fn open_existing(path: &Path) -> Result<Ledger, Error> {
     Ledger::open_with(path, cli_config().create_if_missing(false))
 }
 
@@ -421,7 +477,7 @@ fn open_existing(path: &Path) -> Result<Ledger, Error> {
 /// it works with read permission alone. A `state` on a read-only ledger answers a first read
 /// from the inheritance without recording it, and says so. The file's permissions are looked
 /// at first, so that a reader opens one connection, not a refused one and then another.
-fn open_for_reading(path: &Path) -> Result<Ledger, Error> {
+pub fn open_for_reading(path: &Path) -> Result<Ledger, Error> {
     // Opened and closed before SQLite opens the file: closing a descriptor drops every POSIX
     // lock this process holds on the file, and at this point it holds none.
     let writable = std::fs::OpenOptions::new()

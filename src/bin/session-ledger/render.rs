@@ -4,15 +4,16 @@
 
 mod audit;
 mod authority;
+mod checkpoints;
 mod sessions;
 
 use std::io::Write;
 
 use serde_json::json;
 use session_ledger::{
-    AuditEntry, AuditHead, CheckReport, CommandPattern, Copied, Created, Decision, EpochStart,
-    Explanation, PatternTest, Posture, RaiseOutcome, Revocation, Scope, Session, SessionState,
-    TreeNode, Verification,
+    AuditEntry, AuditHead, CheckReport, CheckpointVerification, CommandPattern, Copied, Created,
+    Decision, EpochStart, Explanation, PatternTest, Posture, RaiseOutcome, RecordedCheckpoint,
+    Revocation, Scope, Session, SessionState, SignedCheckpoint, TreeNode, Verification,
 };
 
 use crate::error::CliError;
@@ -93,6 +94,21 @@ pub enum Report {
     EpochStarted(EpochStart),
     /// `epoch show`: the current epoch.
     Epoch(i64),
+    /// `checkpoint keygen`: where the key went, and its verifier key.
+    KeyGenerated { path: String, verifier: String },
+    /// `checkpoint sign`.
+    CheckpointSigned(SignedCheckpoint),
+    /// `checkpoint list`.
+    Checkpoints(Vec<RecordedCheckpoint>),
+    /// `verify --checkpoint`, and the state file it moved on, if it did.
+    CheckpointVerified {
+        verification: CheckpointVerification,
+        saved: Option<String>,
+    },
+    /// `audit prove`: the receipt's text.
+    Receipt { seq: i64, text: String },
+    /// `audit export`, which printed as it went.
+    Exported,
 }
 
 /// Prints `report` on `out`: as JSON with `json` (one value, or one per line for a list), else
@@ -208,6 +224,30 @@ pub fn report(out: &mut dyn Write, json: bool, report: &Report) -> Result<(), Cl
         Report::Epoch(epoch) => emit(out, json, &json!({ "epoch": epoch }), || {
             format!("current epoch: {epoch}")
         }),
+        Report::KeyGenerated { path, verifier } => emit(
+            out,
+            json,
+            &json!({ "key_file": path, "verifier_key": verifier }),
+            || verifier.clone(),
+        ),
+        Report::CheckpointSigned(signed) if json => json_line(out, signed),
+        Report::CheckpointSigned(signed) => Ok(write!(out, "{}", signed.note)?),
+        Report::Checkpoints(list) if json => list.iter().try_for_each(|c| json_line(out, c)),
+        Report::Checkpoints(list) => checkpoints::print_list(out, list),
+        Report::CheckpointVerified {
+            verification,
+            saved,
+        } => emit(
+            out,
+            json,
+            &json!({ "verification": verification, "state_saved": saved }),
+            || checkpoints::describe(verification, saved.as_deref()),
+        ),
+        Report::Receipt { seq, text } if json => {
+            json_line(out, &json!({ "seq": seq, "receipt": text }))
+        }
+        Report::Receipt { text, .. } => Ok(write!(out, "{text}")?),
+        Report::Exported => Ok(()),
     }
 }
 
