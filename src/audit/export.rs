@@ -124,6 +124,13 @@ pub fn ocsf_event(entry: &AuditEntry) -> Value {
     };
     if let (Value::Object(event), Value::Object(extra)) = (&mut event, extra) {
         event.extend(extra);
+        if class_uid == 6002 {
+            // Application Lifecycle has no actor: who started the epoch goes with the detail.
+            event.remove("actor");
+            if let Some(Value::Object(unmapped)) = event.get_mut("unmapped") {
+                unmapped.insert("actor".to_owned(), json!(entry.actor));
+            }
+        }
     }
     event
 }

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use pyo3::prelude::*;
 
+mod checkpoints;
 mod errors;
 mod ledger;
 mod values;
@@ -60,6 +61,10 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::AuditHead>()?;
     m.add_class::<values::Verification>()?;
     m.add_class::<values::Explanation>()?;
+    m.add("OCSF_VERSION", session_ledger::OCSF_VERSION)?;
+    m.add_function(wrap_pyfunction!(checkpoints::generate_key, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::verifier_key, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::verify_receipt, m)?)?;
     m.add_function(wrap_pyfunction!(_time_decide, m)?)?;
     Ok(())
 }

@@ -482,7 +482,10 @@ impl From<sl::AuditEntry> for AuditEntry {
 }
 
 /// A JSON value as plain Python: `dict`, `list`, `str`, `int`, `float`, `bool` or `None`.
-fn json_to_py<'py>(py: Python<'py>, value: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn json_to_py<'py>(
+    py: Python<'py>,
+    value: &serde_json::Value,
+) -> PyResult<Bound<'py, PyAny>> {
     use serde_json::Value;
     Ok(match value {
         Value::Null => py.None().into_bound(py),

@@ -33,6 +33,7 @@ from ._errors import (
     UnknownSession,
 )
 from ._session_ledger import (
+    OCSF_VERSION,
     SCHEMA_VERSION,
     AuditEntry,
     AuditHead,
@@ -51,6 +52,9 @@ from ._session_ledger import (
     TreeNode,
     Verification,
     __version__,
+    generate_key,
+    verifier_key,
+    verify_receipt,
 )
 
 # The words that cross the boundary, for annotating code that passes them on.
@@ -86,6 +90,10 @@ class CreationRate(NamedTuple):
 __all__ = [
     "__version__",
     "SCHEMA_VERSION",
+    "OCSF_VERSION",
+    "generate_key",
+    "verifier_key",
+    "verify_receipt",
     "Ledger",
     "CreationRate",
     "Taint",
