@@ -23,6 +23,7 @@ pub use chain::{chain_hash, ChainProblem, Verification};
 pub(crate) use chain::{hex, verify, verify_from};
 pub use checkpoint::{Checkpoint, SignedCheckpoint, SignerKey, VerifierKey};
 pub use export::{ocsf_event, OCSF_VERSION};
+pub use merkle::{verify_consistency, verify_inclusion};
 pub use receipt::{verify_receipt, Receipt, ReceiptCheck};
 pub use tree::audit_leaf;
 pub use verify::{CheckpointOptions, CheckpointVerification, Finding};

@@ -19,7 +19,7 @@ mod authority;
 mod checkpoints;
 mod sessions;
 
-pub use checkpoints::RecordedCheckpoint;
+pub use checkpoints::{ConsistencyProof, RecordedCheckpoint};
 
 /// An open ledger. Cheap to share: wrap it in an `Arc` and call it from many threads; each call
 /// takes a pooled connection for its duration.

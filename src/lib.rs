@@ -105,9 +105,10 @@ mod sessions;
 mod storage;
 
 pub use audit::{
-    audit_leaf, chain_hash, ocsf_event, verify_receipt, AuditQuery, ChainProblem, Checkpoint,
-    CheckpointOptions, CheckpointVerification, Finding, Receipt, ReceiptCheck, SignedCheckpoint,
-    SignerKey, Verification, VerifierKey, LEDGER_ACTOR, OCSF_VERSION,
+    audit_leaf, chain_hash, ocsf_event, verify_consistency, verify_inclusion, verify_receipt,
+    AuditQuery, ChainProblem, Checkpoint, CheckpointOptions, CheckpointVerification, Finding,
+    Receipt, ReceiptCheck, SignedCheckpoint, SignerKey, Verification, VerifierKey, LEDGER_ACTOR,
+    OCSF_VERSION,
 };
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
@@ -120,7 +121,7 @@ pub use error::{
 };
 pub use grants::{parse_ttl, validate_scope_name, CommandPattern, MAX_SCOPE_NAME_LEN, MAX_TTL};
 pub use labels::{Raise, RaiseOutcome, SessionState};
-pub use ledger::{Ledger, RecordedCheckpoint};
+pub use ledger::{ConsistencyProof, Ledger, RecordedCheckpoint};
 pub use model::{
     spawned_chain, spawned_parent, validate_actor, validate_id, AuditEntry, AuditHead, AuditKind,
     BrokenReference, CheckReport, Label, Materialized, Origin, Posture, PostureLevel,

@@ -672,26 +672,37 @@ pub fn checkpoints(data: &[u8]) -> Outcome {
                 format!("checkpoint {s:?}: its text does not begin with its body")
             })?;
             let again = SignedCheckpoint::parse(&c.note).map_err(|e| render(&e))?;
-            ensure(again == c, || format!("checkpoint {s:?} does not read back the same"))?;
+            ensure(again == c, || {
+                format!("checkpoint {s:?} does not read back the same")
+            })?;
         }
-        Err(e) => ensure(is_note_error(&e), || format!("checkpoint {s:?}: {}", render(&e)))?,
+        Err(e) => ensure(is_note_error(&e), || {
+            format!("checkpoint {s:?}: {}", render(&e))
+        })?,
     }
     match Receipt::parse(&s) {
         Ok(r) => {
             let printed = r.to_text();
             let again = Receipt::parse(&printed).map_err(|e| render(&e))?;
-            ensure(again == r, || format!("receipt {s:?} does not read back the same"))?;
+            ensure(again == r, || {
+                format!("receipt {s:?} does not read back the same")
+            })?;
             let key: VerifierKey = SPEC_VERIFIER.parse().map_err(|e: Error| render(&e))?;
             let check = verify_receipt(&s, None, &key).map_err(|e| render(&e))?;
-            ensure(!check.ok || s.contains("This is an example message."), || {
-                format!("receipt {s:?} checks out against a key it cannot have signed with")
-            })?;
+            ensure(
+                !check.ok || s.contains("This is an example message."),
+                || format!("receipt {s:?} checks out against a key it cannot have signed with"),
+            )?;
         }
-        Err(e) => ensure(is_note_error(&e), || format!("receipt {s:?}: {}", render(&e)))?,
+        Err(e) => ensure(is_note_error(&e), || {
+            format!("receipt {s:?}: {}", render(&e))
+        })?,
     }
     if let Ok(key) = s.parse::<VerifierKey>() {
         let again: VerifierKey = key.to_string().parse().map_err(|e: Error| render(&e))?;
-        ensure(again == key, || format!("verifier key {s:?} does not read back the same"))?;
+        ensure(again == key, || {
+            format!("verifier key {s:?} does not read back the same")
+        })?;
     }
     if let Ok(key) = s.parse::<SignerKey>() {
         let again: SignerKey = key.to_string().parse().map_err(|e: Error| render(&e))?;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::audit::checkpoint::{SignedCheckpoint, SignerKey, VerifierKey};
-use crate::audit::merkle::{inclusion_proof, verify_inclusion};
+use crate::audit::merkle::{consistency_proof, inclusion_proof, verify_inclusion, Hash};
 use crate::audit::tree::{self, leaf_of, View};
 use crate::audit::{self, CheckpointOptions, CheckpointVerification, Receipt};
 use crate::error::{Conflict, Corruption, Result};
@@ -53,7 +53,57 @@ impl From<CheckpointRow> for RecordedCheckpoint {
     }
 }
 
+/// A consistency proof between two sizes of the trail's tree, with both roots: what a witness
+/// checks before it cosigns a checkpoint (docs/audit.md, "A witness, on paper").
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConsistencyProof {
+    /// The smaller size.
+    pub old: u64,
+    /// The larger size.
+    pub new: u64,
+    /// The root at `old`.
+    pub old_root: Hash,
+    /// The root at `new`.
+    pub new_root: Hash,
+    /// The proof (RFC 6962), checked by [`verify_consistency`](crate::verify_consistency).
+    pub proof: Vec<Hash>,
+}
+
 impl Ledger {
+    /// A consistency proof from the tree of the first `old` rows to the tree of the first `new`
+    /// (the whole trail when `None`), from the stored tree and the rows past it, in one
+    /// snapshot: O(log n) stored nodes, and the rows past the stored tree.
+    ///
+    /// # Errors
+    ///
+    /// `NotInCheckpoint` when `old` is larger than `new` or `new` than the trail;
+    /// `Corruption` for a stored tree that lost a node.
+    pub fn consistency_proof(&self, old: u64, new: Option<u64>) -> Result<ConsistencyProof> {
+        self.storage.snapshot(|r| {
+            let rows = u64::try_from(r.audit_head()?.seq).unwrap_or(0);
+            let new = new.unwrap_or(rows);
+            if old > new || new > rows {
+                return Err(Conflict::NotInCheckpoint {
+                    seq: i64::try_from(new.max(old)).unwrap_or(i64::MAX),
+                    size: rows,
+                }
+                .into());
+            }
+            let mut view = View::at(r, new)?;
+            let new_root = view.root();
+            let old_root = crate::audit::merkle::root(&mut view, old)?;
+            let proof = consistency_proof(&mut view, old, new)?;
+            Ok(ConsistencyProof {
+                old,
+                new,
+                old_root,
+                new_root,
+                proof,
+            })
+        })
+    }
+
     /// Signs a checkpoint of the whole trail with `key` and records it, with a
     /// `checkpoint.sign` audit row by `actor`: brings the stored tree up to the head first, in
     /// the same write transaction. `origin` names the log (by default the key's name). The key
