@@ -55,14 +55,20 @@ fn load() -> String {
 fn append_rows(path: &Path, n: u64) {
     let mut conn = rusqlite::Connection::open(path).expect("open the file");
     let tx = conn.transaction().expect("begin");
-    let (mut seq, mut prev): (i64, String) = tx
+    // The head, and its time (rows never go back in time): the first build's rows all carry
+    // one time, and later ones the time of the checkpoint row before them.
+    let (mut seq, mut prev, at): (i64, String, String) = tx
         .query_row(
-            "SELECT coalesce(max(seq), 0), coalesce((SELECT hash FROM audit WHERE seq = (SELECT max(seq) FROM audit)), ?1) FROM audit",
+            "SELECT coalesce(max(seq), 0),
+                    coalesce((SELECT hash FROM audit WHERE seq = (SELECT max(seq) FROM audit)), ?1),
+                    coalesce((SELECT at FROM audit WHERE seq = (SELECT max(seq) FROM audit)),
+                             '2026-01-01T00:00:00.000Z')
+               FROM audit",
             [GENESIS_HASH],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .expect("the head");
-    let at = "2026-01-01T00:00:00.000Z";
+    let at = at.as_str();
     {
         let mut insert = tx
             .prepare(

@@ -269,6 +269,12 @@ impl Place {
         self.psql("postgres-verify.sql", &[])
     }
 
+    /// docs/postgres-verify-tree.sql's answer: the stored tree hashes that differ from those
+    /// recomputed from the rows, then the tree's size.
+    pub fn verify_tree_in_psql(&self) -> String {
+        self.psql("postgres-verify-tree.sql", &[])
+    }
+
     /// docs/postgres-check-head.sql's answer for a saved head: a header line, then `ok`,
     /// `truncated` or `head_mismatch`.
     pub fn check_head_in_psql(&self, seq: i64, hash: &str) -> String {
