@@ -237,7 +237,7 @@ impl Ledger {
                 proof,
                 checkpoint: signed,
                 row: entry
-                    .map(|e| serde_json::to_value(e))
+                    .map(serde_json::to_value)
                     .transpose()
                     .map_err(|e| {
                         Corruption::new(format!("audit row {seq} does not encode as JSON: {e}"))
