@@ -440,3 +440,36 @@ engine_tests! {
     a_receipt_checks_offline_and_not_for_a_row_changed_since,
     the_stored_tree_and_the_checkpoints_cannot_be_changed_or_grown_out_of_order_by_hand,
 }
+
+/// A ledger moved from SQLite to PostgreSQL keeps the checkpoints it signed, and its trail, with
+/// the tree the copy builds from its rows, verifies against them; a checkpoint signed before
+/// the move and one signed after agree.
+#[test]
+fn a_copied_ledger_keeps_its_checkpoints_and_verifies_against_them() -> TestResult {
+    let source = Fixture::new();
+    busy(&source);
+    let key = SignerKey::generate(ORIGIN)?;
+    let before = source.ledger.checkpoint(&key, None, "auditor")?;
+    more(&source, 3);
+    let Some(target) = Fixture::on(Engine::Postgres, session_ledger::Config::default()) else {
+        return Ok(());
+    };
+    let copied = source.ledger.copy_into(&target.ledger)?;
+    assert_eq!(copied.checkpoints, 1);
+    assert_eq!(target.ledger.checkpoints(0, 10)?[0].note, before.note);
+    assert!(target.ledger.check()?.ok);
+    let v = target
+        .ledger
+        .verify_checkpoint(&before.note, &key.verifier(), &full())?;
+    assert!(v.ok, "{:?}", v.findings);
+    let after = target.ledger.checkpoint(&key, None, "auditor")?;
+    let mut o = CheckpointOptions::default();
+    o.previous = Some(before.note.clone());
+    assert!(
+        target
+            .ledger
+            .verify_checkpoint(&after.note, &key.verifier(), &o)?
+            .ok
+    );
+    Ok(())
+}

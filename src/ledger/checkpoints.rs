@@ -236,12 +236,9 @@ impl Ledger {
                 index: seq as u64 - 1,
                 proof,
                 checkpoint: signed,
-                row: entry
-                    .map(serde_json::to_value)
-                    .transpose()
-                    .map_err(|e| {
-                        Corruption::new(format!("audit row {seq} does not encode as JSON: {e}"))
-                    })?,
+                row: entry.map(serde_json::to_value).transpose().map_err(|e| {
+                    Corruption::new(format!("audit row {seq} does not encode as JSON: {e}"))
+                })?,
             })
         })
     }

@@ -308,6 +308,7 @@ fn describe_copy(from: &str, to: &str, c: &Copied, v: &Verification) -> String {
         count(c.patterns as usize, "command pattern", "command patterns"),
         count(c.scopes as usize, "override scope", "override scopes"),
         count(c.audit_rows as usize, "audit row", "audit rows"),
+        count(c.checkpoints as usize, "checkpoint", "checkpoints"),
     ];
     format!(
         "copied {from} to {to}: {}\n{}",
