@@ -172,6 +172,10 @@ fn a_checkpoint_verifies_with_the_printed_verifier_key_and_the_state_moves_on_on
         ],
     );
     assert_eq!(older.status.code(), Some(1));
+    assert_eq!(
+        json_error(&older, "an older checkpoint")?["kind"],
+        "unverified_checkpoint"
+    );
     let report: Value = serde_json::from_str(older.stdout.trim())?;
     let verification = &report["verification"];
     assert_eq!(verification["ok"], false);

@@ -73,7 +73,7 @@ pub fn run(
         Report::Verified { verification, .. } if !verification.ok => Err(CliError::Unverified),
         Report::Checked(check) if !check.ok => Err(CliError::CheckFailed),
         Report::CheckpointVerified { verification, .. } if !verification.ok => {
-            Err(CliError::Unverified)
+            Err(CliError::CheckpointUnverified)
         }
         _ => Ok(report),
     }
