@@ -430,7 +430,43 @@ fn the_stored_tree_and_the_checkpoints_cannot_be_changed_or_grown_out_of_order_b
     Ok(())
 }
 
+fn no_checkpoint_is_signed_over_a_trail_that_does_not_verify(engine: Engine) -> TestResult {
+    // Signing checks the rows it takes into the tree, and the tree's last leaf against its row:
+    // a row edited there without re-hashing is refused, named, and nothing is recorded.
+    for anchor in [false, true] {
+        let f = fixture!(engine);
+        busy(&f);
+        let key = SignerKey::generate(ORIGIN)?;
+        let size = f.ledger.checkpoint(&key, None, "auditor")?.checkpoint.size as i64;
+        more(&f, 3);
+        let seq = if anchor {
+            size
+        } else {
+            f.ledger.audit_head()?.seq - 1
+        };
+        f.tamper(&format!(
+            "UPDATE audit SET actor = 'mallory' WHERE seq = {seq}"
+        ));
+        let before = f.snapshot();
+        let refused = f
+            .ledger
+            .checkpoint(&key, None, "auditor")
+            .expect_err("refused");
+        assert!(
+            matches!(refused, session_ledger::Error::Corruption(_)),
+            "{refused:?}"
+        );
+        assert!(
+            refused.to_string().contains(&format!("row {seq}")),
+            "{refused}"
+        );
+        assert_eq!(f.snapshot(), before);
+    }
+    Ok(())
+}
+
 engine_tests! {
+    no_checkpoint_is_signed_over_a_trail_that_does_not_verify,
     a_trail_that_only_grew_verifies_against_a_checkpoint_signed_before,
     a_full_rewrite_passes_the_chain_walk_and_fails_against_the_checkpoint,
     dropping_the_last_rows_is_refused_as_a_shrink,
