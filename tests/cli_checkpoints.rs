@@ -94,12 +94,14 @@ fn keygen_writes_a_key_only_its_owner_may_read_and_never_over_another() -> TestR
             "a",
         ],
     )?;
+    // PRIVATE+KEY+NAME+KEYID+BASE64: the base64 (which may itself hold a `+`) is the secret.
     let secret = before
         .trim()
-        .rsplit('+')
-        .next()
+        .splitn(5, '+')
+        .nth(4)
         .unwrap_or_default()
         .to_owned();
+    assert!(secret.len() > 40, "{secret}");
     let stored = fx.db.rows()?.join("\n");
     assert!(!stored.contains(&secret));
     Ok(())
