@@ -37,9 +37,9 @@ $$;
 -- Every table and view may be read: the library reads them all, and refinery's bookkeeping
 -- table tells it which version the schema is at.
 GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_scopes,
-                audit_kinds, audit, audit_time_order, refinery_schema_history,
-                session_tree, live_sessions, trusted_now, session_state, revocations,
-                refused_creations
+                audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
+                refinery_schema_history, session_tree, live_sessions, trusted_now, session_state,
+                revocations, refused_creations
    TO session_ledger_app;
 
 -- What the library writes, table by table.
@@ -62,6 +62,8 @@ GRANT UPDATE (granted_by, granted_at, expires_at, revoked_at, revoked_by) ON ove
    TO session_ledger_app;
 -- audit: appended to, and nothing else.
 GRANT INSERT ON audit TO session_ledger_app;
+-- The audit tree and the checkpoints signed over it are appended to, never changed (C36, C37).
+GRANT INSERT ON audit_tree, checkpoints TO session_ledger_app;
 
 -- An auditor reads everything and changes nothing.
 DO $$
@@ -70,9 +72,9 @@ BEGIN
         EXECUTE format('GRANT CONNECT ON DATABASE %I TO session_ledger_auditor', current_database());
         EXECUTE format('GRANT USAGE ON SCHEMA %I TO session_ledger_auditor', current_schema());
         GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_scopes,
-                        audit_kinds, audit, audit_time_order, refinery_schema_history,
-                        session_tree, live_sessions, trusted_now, session_state, revocations,
-                        refused_creations
+                        audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
+                        refinery_schema_history, session_tree, live_sessions, trusted_now,
+                        session_state, revocations, refused_creations
            TO session_ledger_auditor;
     END IF;
 END

@@ -12,9 +12,21 @@
 //! concept.
 
 mod chain;
+pub(crate) mod checkpoint;
+mod export;
+pub(crate) mod merkle;
+pub(crate) mod receipt;
+pub(crate) mod tree;
+pub(crate) mod verify;
 
 pub use chain::{chain_hash, ChainProblem, Verification};
 pub(crate) use chain::{hex, verify, verify_from};
+pub use checkpoint::{Checkpoint, SignedCheckpoint, SignerKey, VerifierKey};
+pub use export::{ocsf_event, OCSF_VERSION};
+pub use merkle::{verify_consistency, verify_inclusion};
+pub use receipt::{verify_receipt, Receipt, ReceiptCheck};
+pub use tree::audit_leaf;
+pub use verify::{CheckpointOptions, CheckpointVerification, Finding};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 

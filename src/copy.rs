@@ -38,6 +38,9 @@ pub struct Copied {
     pub scopes: u64,
     /// Audit rows.
     pub audit_rows: u64,
+    /// Checkpoints the source signed; the target's audit tree is built from the copied rows,
+    /// and each checkpoint's root checked against it.
+    pub checkpoints: u64,
     /// The trail's head, the same on both ledgers.
     pub head: AuditHead,
 }
@@ -60,6 +63,7 @@ fn copy_rows(from: &mut dyn Read, into: &mut dyn Import) -> Result<Copied> {
         patterns: 0,
         scopes: 0,
         audit_rows: 0,
+        checkpoints: 0,
         head: head.clone(),
     };
     for table in Table::ALL {
@@ -85,6 +89,7 @@ fn copy_rows(from: &mut dyn Read, into: &mut dyn Import) -> Result<Copied> {
             Table::CommandPatterns => &mut copied.patterns,
             Table::OverrideScopes => &mut copied.scopes,
             Table::Audit => &mut copied.audit_rows,
+            Table::Checkpoints => &mut copied.checkpoints,
         } = count;
     }
     into.set_audit_ordered_from(ordered_from)?;
@@ -105,5 +110,31 @@ fn copy_rows(from: &mut dyn Read, into: &mut dyn Import) -> Result<Copied> {
         ))
         .into());
     }
+    // The tree is derived: built anew from the copied rows, and every copied checkpoint must be
+    // a checkpoint of them.
+    let rows = u64::try_from(head.seq).unwrap_or(0);
+    audit::tree::integrate(into.write(), rows)?;
+    let mut after = 0;
+    while let Some(last) = check_checkpoints(into.read(), after)? {
+        after = last;
+    }
     Ok(copied)
+}
+
+/// Checks a page of copied checkpoints after `after` against the copied tree; the last one's
+/// seq, or `None` when there are none left.
+fn check_checkpoints(r: &mut dyn Read, after: i64) -> Result<Option<i64>> {
+    let page = r.checkpoints(after, 1000)?;
+    for c in &page {
+        let root = audit::tree::View::at(r, c.tree_size)?.root();
+        if audit::hex(&root) != c.root_hash {
+            return Err(Corruption::new(format!(
+                "the checkpoint of row {} is not a checkpoint of the copied trail (its root at \
+                 size {} differs); nothing was copied",
+                c.seq, c.tree_size
+            ))
+            .into());
+        }
+    }
+    Ok(page.last().map(|c| c.seq))
 }

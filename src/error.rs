@@ -203,6 +203,10 @@ pub enum InputError {
     /// triggers cannot be switched off for the copy); nothing was copied.
     #[error("{0} names a SQLite ledger: a copy goes into a new PostgreSQL ledger, named by a postgres:// URL (copy a SQLite file whole with sqlite3's .backup); nothing was copied")]
     InvalidCopyTarget(Location),
+    /// A signer key, a verifier key, a checkpoint or a receipt is not of its text form (the C2SP
+    /// signed-note, tlog-checkpoint and tlog-proof formats); what is wrong is in the message.
+    #[error("{0}")]
+    InvalidNote(String),
 }
 
 impl InputError {
@@ -224,6 +228,7 @@ impl InputError {
             InputError::NothingToRaise => "nothing_to_raise",
             InputError::InvalidConfig(_) => "invalid_config",
             InputError::InvalidCopyTarget(_) => "invalid_copy_target",
+            InputError::InvalidNote(_) => "invalid_note",
         }
     }
 }
@@ -272,6 +277,18 @@ pub enum Conflict {
         "the ledger at {0} is not empty: a copy goes only into a new ledger; nothing was copied"
     )]
     NotEmpty(Location),
+    /// A receipt was asked against the ledger's latest checkpoint, and it has signed none.
+    #[error("the ledger has signed no checkpoint yet (sign one with `checkpoint sign`)")]
+    NoCheckpoint,
+    /// The audit row asked about is not among the rows a checkpoint covers: it is newer (sign
+    /// a later checkpoint), or there is no such row.
+    #[error("audit row {seq} is not in the checkpoint of the first {size} rows")]
+    NotInCheckpoint {
+        /// The row asked about.
+        seq: i64,
+        /// How many rows the checkpoint covers.
+        size: u64,
+    },
 }
 
 impl Conflict {
@@ -284,6 +301,8 @@ impl Conflict {
             Conflict::UnknownScope { .. } => "unknown_scope",
             Conflict::StalePreview { .. } => "stale_preview",
             Conflict::NotEmpty(_) => "not_empty",
+            Conflict::NoCheckpoint => "no_checkpoint",
+            Conflict::NotInCheckpoint { .. } => "not_in_checkpoint",
         }
     }
 }

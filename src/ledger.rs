@@ -16,7 +16,10 @@ use crate::storage::{Storage, Write};
 // decisions; the audit trail and whole-ledger operations.
 mod audit_trail;
 mod authority;
+mod checkpoints;
 mod sessions;
+
+pub use checkpoints::{ConsistencyProof, RecordedCheckpoint};
 
 /// An open ledger. Cheap to share: wrap it in an `Arc` and call it from many threads; each call
 /// takes a pooled connection for its duration.

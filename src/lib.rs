@@ -105,7 +105,12 @@ mod postures;
 mod sessions;
 mod storage;
 
-pub use audit::{chain_hash, AuditQuery, ChainProblem, Verification, LEDGER_ACTOR};
+pub use audit::{
+    audit_leaf, chain_hash, ocsf_event, verify_consistency, verify_inclusion, verify_receipt,
+    AuditQuery, ChainProblem, Checkpoint, CheckpointOptions, CheckpointVerification, Finding,
+    Receipt, ReceiptCheck, SignedCheckpoint, SignerKey, Verification, VerifierKey, LEDGER_ACTOR,
+    OCSF_VERSION,
+};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
 pub use config::{Config, Synchronous};
@@ -117,7 +122,7 @@ pub use error::{
 };
 pub use grants::{parse_ttl, validate_scope_name, CommandPattern, MAX_SCOPE_NAME_LEN, MAX_TTL};
 pub use labels::{Raise, RaiseOutcome, SessionState};
-pub use ledger::Ledger;
+pub use ledger::{ConsistencyProof, Ledger, RecordedCheckpoint};
 pub use model::{
     spawned_chain, spawned_parent, validate_actor, validate_id, AuditEntry, AuditHead, AuditKind,
     BrokenReference, CheckReport, Label, Materialized, Origin, Posture, PostureLevel,

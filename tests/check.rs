@@ -142,7 +142,7 @@ fn check_of_a_sound_ledger_is_ok_and_exits_0() -> TestResult {
     let report = ok_json(&path, &["check"])?;
     assert_eq!(
         report,
-        serde_json::json!({ "ok": true, "integrity": ["ok"], "broken_references": [] })
+        serde_json::json!({ "ok": true, "integrity": ["ok"], "broken_references": [], "tree": [] })
     );
     Ok(())
 }

@@ -16,10 +16,11 @@ use std::path::{Path, PathBuf};
 type Check = fn(&[u8]) -> checks::Outcome;
 
 /// Each fuzz target, with its check.
-const TARGETS: [(&str, Check); 3] = [
+const TARGETS: [(&str, Check); 4] = [
     ("ids", checks::ids),
     ("cli_inputs", checks::cli_inputs),
     ("patterns", checks::patterns),
+    ("checkpoints", checks::checkpoints),
 ];
 
 fn fuzz_dir() -> PathBuf {
@@ -84,6 +85,11 @@ fn every_saved_command_line_input_parses_only_what_the_docs_allow() {
 #[test]
 fn every_saved_pattern_input_admits_only_plain_commands_each_matched_on_its_own() {
     replay("patterns");
+}
+
+#[test]
+fn every_saved_checkpoint_receipt_and_key_input_reads_back_or_is_refused_as_malformed() {
+    replay("checkpoints");
 }
 
 #[test]

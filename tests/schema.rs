@@ -581,12 +581,13 @@ fn the_schema_is_built_by_the_nine_migrations_in_order() -> TestResult {
         "labels_guarded_without_check_constraints",
         "revocation_events",
         "contract_items",
+        "audit_tree_and_checkpoints",
     ];
     let expected: Vec<(i64, String)> = (1..)
         .zip(expected.iter().map(|n| (*n).to_owned()))
         .collect();
     assert_eq!(history, expected);
-    assert_eq!(session_ledger::schema_version(), 9);
+    assert_eq!(session_ledger::schema_version(), 10);
     Ok(())
 }
 

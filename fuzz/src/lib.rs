@@ -650,3 +650,65 @@ fn check_match(pattern: &str, command: &str) -> Outcome {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints, receipts and keys: the text an auditor is handed.
+// ---------------------------------------------------------------------------------------------
+
+/// The verifier key of the signed-note specification's example, which no fuzzed input can
+/// carry a valid signature of.
+const SPEC_VERIFIER: &str = "example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k";
+
+/// For any text: the checkpoint, receipt and key parsers return `Ok` or `InvalidNote` and never
+/// panic; what parses prints back to a text that parses to the same value; a receipt checked
+/// against a key whose signature the input cannot forge never checks out.
+pub fn checkpoints(data: &[u8]) -> Outcome {
+    use session_ledger::{verify_receipt, Receipt, SignedCheckpoint, SignerKey, VerifierKey};
+    let s = text(data);
+    let is_note_error = |e: &Error| matches!(e, Error::Input(InputError::InvalidNote(_)));
+    match SignedCheckpoint::parse(&s) {
+        Ok(c) => {
+            ensure(s.starts_with(&c.checkpoint.body()), || {
+                format!("checkpoint {s:?}: its text does not begin with its body")
+            })?;
+            let again = SignedCheckpoint::parse(&c.note).map_err(|e| render(&e))?;
+            ensure(again == c, || {
+                format!("checkpoint {s:?} does not read back the same")
+            })?;
+        }
+        Err(e) => ensure(is_note_error(&e), || {
+            format!("checkpoint {s:?}: {}", render(&e))
+        })?,
+    }
+    match Receipt::parse(&s) {
+        Ok(r) => {
+            let printed = r.to_text();
+            let again = Receipt::parse(&printed).map_err(|e| render(&e))?;
+            ensure(again == r, || {
+                format!("receipt {s:?} does not read back the same")
+            })?;
+            let key: VerifierKey = SPEC_VERIFIER.parse().map_err(|e: Error| render(&e))?;
+            let check = verify_receipt(&s, None, &key).map_err(|e| render(&e))?;
+            ensure(
+                !check.ok || s.contains("This is an example message."),
+                || format!("receipt {s:?} checks out against a key it cannot have signed with"),
+            )?;
+        }
+        Err(e) => ensure(is_note_error(&e), || {
+            format!("receipt {s:?}: {}", render(&e))
+        })?,
+    }
+    if let Ok(key) = s.parse::<VerifierKey>() {
+        let again: VerifierKey = key.to_string().parse().map_err(|e: Error| render(&e))?;
+        ensure(again == key, || {
+            format!("verifier key {s:?} does not read back the same")
+        })?;
+    }
+    if let Ok(key) = s.parse::<SignerKey>() {
+        let again: SignerKey = key.to_string().parse().map_err(|e: Error| render(&e))?;
+        ensure(again.verifier() == key.verifier(), || {
+            format!("signer key {s:?} does not read back the same")
+        })?;
+    }
+    Ok(())
+}

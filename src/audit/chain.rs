@@ -34,23 +34,49 @@ pub fn chain_hash(
     detail: &str,
 ) -> String {
     let mut h = Sha3_256::new();
+    encode_row(
+        prev_hash,
+        seq,
+        at,
+        actor,
+        kind,
+        session,
+        detail,
+        &mut |bytes| h.update(bytes),
+    );
+    hex(&h.finalize())
+}
+
+/// The bytes of a row that its hash covers, handed to `out` a piece at a time, without
+/// allocating: `prev_hash "|" seq "|" F(at) F(actor) F(kind) F(session) F(detail)`. The chain
+/// hashes them with SHA3-256; the Merkle tree's leaf for the row is SHA-256 of `0x00` and them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_row(
+    prev_hash: &str,
+    seq: i64,
+    at: &str,
+    actor: &str,
+    kind: &str,
+    session: Option<&str>,
+    detail: &str,
+    out: &mut dyn FnMut(&[u8]),
+) {
     let mut digits = [0u8; 24];
-    h.update(prev_hash.as_bytes());
-    h.update(b"|");
-    h.update(decimal(seq, &mut digits));
-    h.update(b"|");
+    out(prev_hash.as_bytes());
+    out(b"|");
+    out(decimal(seq, &mut digits));
+    out(b"|");
     for field in [Some(at), Some(actor), Some(kind), session, Some(detail)] {
         match field {
             Some(text) => {
-                h.update(decimal(text.len() as i64, &mut digits));
-                h.update(b":");
-                h.update(text.as_bytes());
-                h.update(b"|");
+                out(decimal(text.len() as i64, &mut digits));
+                out(b":");
+                out(text.as_bytes());
+                out(b"|");
             }
-            None => h.update(b"-|"),
+            None => out(b"-|"),
         }
     }
-    hex(&h.finalize())
 }
 
 /// `n` in decimal, written into the end of `buf`, without allocating: this runs once per audit
@@ -140,7 +166,7 @@ pub struct Verification {
 }
 
 /// True when the row's hash is the hash of its contents and its own `prev_hash`.
-fn hash_matches(row: &ChainRow) -> bool {
+pub(crate) fn hash_matches(row: &ChainRow) -> bool {
     row.hash
         == chain_hash(
             &row.prev_hash,
@@ -238,7 +264,7 @@ impl Walk {
 pub(crate) fn verify(r: &mut dyn Read, saved: Option<&AuditHead>) -> Result<Verification> {
     let mut walk = Walk::from_genesis(super::ordered_from(r)?);
     let mut saved_hash: Option<String> = None;
-    r.audit_walk(i64::MIN, &mut |row| {
+    r.audit_walk(i64::MIN, i64::MAX, &mut |row| {
         if saved.is_some_and(|h| h.seq == row.seq) {
             saved_hash = Some(row.hash.clone());
         }
@@ -271,7 +297,7 @@ pub(crate) fn verify_from(r: &mut dyn Read, saved: &AuditHead) -> Result<Verific
     }
     let mut walk = Walk::from_genesis(super::ordered_from(r)?);
     let mut started = false;
-    r.audit_walk(saved.seq, &mut |row| {
+    r.audit_walk(saved.seq, i64::MAX, &mut |row| {
         if started {
             walk.check(row);
             return Ok(());

@@ -31,6 +31,7 @@ fn one_of_each() -> Vec<Error> {
         InputError::NothingToRaise.into(),
         InputError::InvalidConfig("max_depth 0".into()).into(),
         InputError::InvalidCopyTarget(Location::File("copy.db".into())).into(),
+        InputError::InvalidNote("the checkpoint: no blank line".into()).into(),
         Conflict::UnknownSession("nobody".into()).into(),
         Conflict::SessionEnded("gone".into()).into(),
         Conflict::SessionExists("conductor".into()).into(),
@@ -49,6 +50,8 @@ fn one_of_each() -> Vec<Error> {
         }
         .into(),
         Conflict::NotEmpty(Location::Server("postgresql://app@db:5432/ledger".into())).into(),
+        Conflict::NoCheckpoint.into(),
+        Conflict::NotInCheckpoint { seq: 9, size: 8 }.into(),
         CreationRefused::DepthLimit {
             child: "deep".into(),
             depth: 65,
@@ -99,6 +102,7 @@ fn one_of_each() -> Vec<Error> {
                 InputError::NothingToRaise => 13,
                 InputError::InvalidConfig(_) => 14,
                 InputError::InvalidCopyTarget(_) => 15,
+                InputError::InvalidNote(_) => 16,
             },
             Error::Conflict(e) => match e {
                 Conflict::UnknownSession(_) => 20,
@@ -108,6 +112,8 @@ fn one_of_each() -> Vec<Error> {
                 Conflict::UnknownScope { .. } => 24,
                 Conflict::StalePreview { .. } => 25,
                 Conflict::NotEmpty(_) => 26,
+                Conflict::NoCheckpoint => 27,
+                Conflict::NotInCheckpoint { .. } => 28,
             },
             Error::Refused(e) => match e {
                 CreationRefused::DepthLimit { .. } => 30,
@@ -125,7 +131,7 @@ fn one_of_each() -> Vec<Error> {
         };
         variants.insert(variant);
     }
-    assert_eq!(variants.len(), 32, "a variant has no sample in one_of_each");
+    assert_eq!(variants.len(), 35, "a variant has no sample in one_of_each");
     samples
 }
 

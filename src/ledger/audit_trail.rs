@@ -65,15 +65,21 @@ impl Ledger {
         self.storage.snapshot(|r| audit::verify_from(r, saved))
     }
 
-    /// Checks the whole file in one read transaction: the engine's integrity check and every
-    /// foreign key. Reads every page (opening runs neither) and writes nothing, on a read-only
+    /// Checks the whole file in one read transaction: the engine's integrity check, every
+    /// foreign key, and the audit tree against the rows (every stored node recomputed, and every
+    /// recorded checkpoint's root). Reads every page (opening runs neither) and writes nothing, on a read-only
     /// handle too. Problems are not an error ([`CheckReport::ok`]); nothing is repaired.
     ///
     /// # Errors
     ///
     /// [`Error::Storage`](crate::Error::Storage) when the file cannot be read at all.
     pub fn check(&self) -> Result<CheckReport> {
-        self.storage.snapshot(|r| r.check())
+        self.storage.snapshot(|r| {
+            let mut report = r.check()?;
+            report.tree = audit::tree::check(r)?;
+            report.ok &= report.tree.is_empty();
+            Ok(report)
+        })
     }
 
     /// Copies this ledger, row for row as it stood at one moment, into `target`, a new

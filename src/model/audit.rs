@@ -81,6 +81,8 @@ audit_kinds! {
     ScopeGrant = "scope.grant",
     /// An override scope was revoked before it expired.
     ScopeRevoke = "scope.revoke",
+    /// A checkpoint of the audit tree was signed (rule A4).
+    CheckpointSign = "checkpoint.sign",
 }
 
 impl fmt::Display for AuditKind {

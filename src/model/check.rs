@@ -8,7 +8,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct CheckReport {
-    /// True when the file is intact and every reference resolves.
+    /// True when the file is intact, every reference resolves and the audit tree matches the
+    /// rows.
     pub ok: bool,
     /// The lines `PRAGMA integrity_check` printed: `["ok"]` for an intact file, otherwise one
     /// line per problem (SQLite stops after 100).
@@ -17,6 +18,9 @@ pub struct CheckReport {
     /// that reference a row that does not exist, for example after a hand edit in the `sqlite3`
     /// shell, where foreign keys are off.
     pub broken_references: Vec<BrokenReference>,
+    /// The audit tree recomputed from the rows (rule A4): one line per stored node or recorded
+    /// checkpoint that does not match them, at most 100; empty when all match.
+    pub tree: Vec<String>,
 }
 
 /// A foreign key that some rows break: they reference a row that does not exist.

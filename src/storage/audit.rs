@@ -68,9 +68,14 @@ pub(crate) trait AuditReads {
     /// The rows `filter` names, oldest first.
     fn audit_rows(&mut self, filter: &AuditFilter<'_>) -> Result<Vec<AuditEntry>>;
 
-    /// Calls `each` on every row from `from` on, oldest first, holding one row at a time.
-    fn audit_walk(&mut self, from: i64, each: &mut dyn FnMut(ChainRow) -> Result<()>)
-        -> Result<()>;
+    /// Calls `each` on every row with `from <= seq < to`, oldest first, holding a bounded
+    /// number of rows at a time.
+    fn audit_walk(
+        &mut self,
+        from: i64,
+        to: i64,
+        each: &mut dyn FnMut(ChainRow) -> Result<()>,
+    ) -> Result<()>;
 }
 
 /// Appending to the trail. The database refuses a row that does not extend the chain (the next

@@ -27,6 +27,7 @@ mod postures;
 mod sessions;
 mod sqlite;
 mod transfer;
+mod tree;
 
 pub(crate) use audit::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow};
 pub(crate) use grants::{GrantReads, GrantWrites, PatternRow};
@@ -39,6 +40,7 @@ pub(crate) use sessions::{
     TreeRow, TreeTop,
 };
 pub(crate) use transfer::{ExportReads, Import, Kind, Row, Table, Value};
+pub(crate) use tree::{CheckpointRow, TreeNode, TreeReads, TreeWrites};
 
 use std::fmt;
 use std::path::Path;
@@ -62,6 +64,7 @@ pub(crate) trait Read:
     + PostureReads
     + GrantReads
     + AuditReads
+    + TreeReads
     + FileReads
     + ExportReads
 {
@@ -74,6 +77,7 @@ impl<T> Read for T where
         + PostureReads
         + GrantReads
         + AuditReads
+        + TreeReads
         + FileReads
         + ExportReads
         + ?Sized
@@ -82,7 +86,7 @@ impl<T> Read for T where
 
 /// Every write the concepts make, inside one write transaction, and its reads.
 pub(crate) trait Write:
-    SessionWrites + LabelWrites + PostureWrites + GrantWrites + AuditWrites
+    SessionWrites + LabelWrites + PostureWrites + GrantWrites + AuditWrites + TreeWrites
 {
     /// The transaction's reads: they see its own writes.
     fn read(&mut self) -> &mut dyn Read;

@@ -36,13 +36,15 @@ pub(crate) enum Table {
     CommandPatterns,
     OverrideScopes,
     Audit,
+    Checkpoints,
 }
 
 impl Table {
     /// Every table a copy moves, in an order their references allow: sessions before what
     /// names them, epochs before postures. (`audit_kinds` and the migration history come with
-    /// the target's own migration; `audit_time_order` is one value, moved on its own.)
-    pub(crate) const ALL: [Table; 7] = [
+    /// the target's own migration; `audit_time_order` is one value, moved on its own; the
+    /// audit tree is derived from the rows, and the target builds its own.)
+    pub(crate) const ALL: [Table; 8] = [
         Table::Sessions,
         Table::Labels,
         Table::Epochs,
@@ -50,6 +52,7 @@ impl Table {
         Table::CommandPatterns,
         Table::OverrideScopes,
         Table::Audit,
+        Table::Checkpoints,
     ];
 
     /// The table's name, the same on every engine.
@@ -62,6 +65,7 @@ impl Table {
             Table::CommandPatterns => "command_patterns",
             Table::OverrideScopes => "override_scopes",
             Table::Audit => "audit",
+            Table::Checkpoints => "checkpoints",
         }
     }
 
@@ -130,13 +134,23 @@ impl Table {
                 ("prev_hash", Text),
                 ("hash", Text),
             ],
+            Table::Checkpoints => &[
+                ("seq", Integer),
+                ("tree_size", Integer),
+                ("root_hash", Text),
+                ("origin", Text),
+                ("key_name", Text),
+                ("key_id", Text),
+                ("note", Text),
+                ("signed_at", Time),
+            ],
         }
     }
 
     /// The columns of the table's primary key, by which its rows are read in order.
     pub(crate) fn key(self) -> &'static str {
         match self {
-            Table::Sessions | Table::Audit => "seq",
+            Table::Sessions | Table::Audit | Table::Checkpoints => "seq",
             Table::Epochs => "epoch",
             Table::Labels | Table::Postures => "session_id",
             Table::CommandPatterns => "session_id, pattern",
@@ -173,6 +187,10 @@ pub(crate) trait ExportReads {
 pub(crate) trait Import {
     /// The transaction's reads: they see its own writes.
     fn read(&mut self) -> &mut dyn Read;
+
+    /// The transaction's writes, with the contract's triggers still off: for building what is
+    /// derived from the copied rows (the audit tree).
+    fn write(&mut self) -> &mut dyn super::Write;
 
     /// Appends `rows` to `table` as they are, keys and times and hashes included.
     fn append(&mut self, table: Table, rows: &[Row]) -> Result<()>;

@@ -161,7 +161,8 @@ impl Store {
         }
     }
 
-    /// Runs `sql` with the audit trail's guards turned off (its triggers), as someone who
+    /// Runs `sql` with the audit trail's guards turned off (the triggers of the trail, its tree
+    /// and its checkpoints), as someone who
     /// controls the database could: the edits only a verifier can detect. The guards are back
     /// once it returns. Panics if the edit fails.
     pub fn tamper(&self, sql: &str) {
@@ -371,12 +372,13 @@ fn sqlite_rows(conn: &rusqlite::Connection, sql: &str) -> Vec<Vec<Option<String>
     rows.collect::<rusqlite::Result<Vec<_>>>().expect(sql)
 }
 
-/// The statements that drop the audit table's triggers, and those that create them again as
-/// they are.
+/// The statements that drop the triggers of the audit trail, its tree and its checkpoints, and
+/// those that create them again as they are.
 fn audit_guards(conn: &rusqlite::Connection) -> (String, String) {
     let mut stmt = conn
         .prepare(
-            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit'",
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'
+                AND tbl_name IN ('audit', 'audit_tree', 'checkpoints')",
         )
         .expect("the guards' SQL");
     let guards = stmt

@@ -193,15 +193,19 @@ impl Place {
             .map_err(message)
     }
 
-    /// `sql` with the audit table's triggers switched off, as its owner could; they are on
-    /// again once it returns.
+    /// `sql` with the triggers of the audit trail, its tree and its checkpoints switched off, as
+    /// their owner could; they are on again once it returns.
     pub fn tamper(&self, sql: &str) {
         self.client()
             .batch_execute(&format!(
                 "BEGIN;
                  ALTER TABLE audit DISABLE TRIGGER USER;
+                 ALTER TABLE audit_tree DISABLE TRIGGER USER;
+                 ALTER TABLE checkpoints DISABLE TRIGGER USER;
                  {sql};
                  ALTER TABLE audit ENABLE TRIGGER USER;
+                 ALTER TABLE audit_tree ENABLE TRIGGER USER;
+                 ALTER TABLE checkpoints ENABLE TRIGGER USER;
                  COMMIT;"
             ))
             .expect(sql);
@@ -220,8 +224,8 @@ impl Place {
             let t = t[0].as_deref().expect("a name");
             sql += &format!("ALTER TABLE \"{t}\" DISABLE TRIGGER USER;\n");
         }
-        sql += "TRUNCATE sessions, labels, postures, command_patterns, override_scopes, audit \
-                RESTART IDENTITY;\n\
+        sql += "TRUNCATE sessions, labels, postures, command_patterns, override_scopes, audit, \
+                audit_tree, checkpoints RESTART IDENTITY;\n\
                 DELETE FROM epochs WHERE epoch > 0;\n";
         for t in &tables {
             let t = t[0].as_deref().expect("a name");
@@ -263,6 +267,12 @@ impl Place {
     /// docs/postgres-verify.sql's answer: a header line, then the first bad row, if any.
     pub fn verify_in_psql(&self) -> String {
         self.psql("postgres-verify.sql", &[])
+    }
+
+    /// docs/postgres-verify-tree.sql's answer: the stored tree hashes that differ from those
+    /// recomputed from the rows, then the tree's size.
+    pub fn verify_tree_in_psql(&self) -> String {
+        self.psql("postgres-verify-tree.sql", &[])
     }
 
     /// docs/postgres-check-head.sql's answer for a saved head: a header line, then `ok`,

@@ -135,6 +135,11 @@ arguments! {
     name: text -> String;
     pattern: text -> String;
     propagation: text -> String;
+    key: text -> String;
+    verifier_key: text -> String;
+    format: text -> String;
+    origin: optional_text -> Option<String>;
+    previous: optional_text -> Option<String>;
     after: optional_text -> Option<String>;
     kind: optional_text -> Option<String>;
     parent: optional_text -> Option<String>;
@@ -144,12 +149,14 @@ arguments! {
     token: optional_text -> Option<String>;
     read_only: flag -> bool;
     untrusted: flag -> bool;
+    fast: flag -> bool;
     durable: optional_flag -> Option<bool>;
     durable_postures: optional_flag -> Option<bool>;
     before: optional_whole -> Option<i64>;
     limit: optional_whole -> Option<i64>;
     max_depth: optional_whole -> Option<i64>;
     max_live_children: optional_whole -> Option<i64>;
+    seq: whole -> i64;
     must_match: texts -> Vec<String>;
     must_not_match: texts -> Vec<String>;
     since: optional_time -> Option<DateTime<Utc>>;
@@ -157,8 +164,24 @@ arguments! {
     path_or_url: path -> PathBuf;
 }
 
-/// `tree_level`'s `limit`: a page's size, which it must be given as a whole number (the audit's
-/// `limit` may be `None`).
-pub(crate) fn page_limit(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+/// A `limit` that must be a whole number (`tree_level`'s, `checkpoints`', `export`'s; the
+/// audit's may be `None`).
+pub(crate) fn whole_limit(value: &Bound<'_, PyAny>) -> PyResult<i64> {
     whole(value, "limit")
+}
+
+/// The audit row a feed or a list of checkpoints starts after: `after`, a whole number
+/// (`tree_level`'s `after` is a session id).
+pub(crate) fn row_after(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    whole(value, "after")
+}
+
+/// `verify_checkpoint`'s `checkpoint`: the note kept.
+pub(crate) fn checkpoint_note(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    text(value, "checkpoint")
+}
+
+/// `prove`'s `checkpoint`: the note to prove against, or `None` for the newest signed.
+pub(crate) fn checkpoint_or_newest(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    optional_text(value, "checkpoint")
 }

@@ -16,6 +16,7 @@ use session_ledger as sl;
 use sl::{AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise, Taint};
 
 use crate::arguments;
+use crate::checkpoints;
 use crate::errors::{self, Class};
 use crate::levels::TreeLevel;
 use crate::values::{
@@ -612,7 +613,7 @@ impl PyLedger {
         py: Python<'_>,
         #[pyo3(from_py_with = arguments::parent)] parent: Option<String>,
         #[pyo3(from_py_with = arguments::after)] after: Option<String>,
-        #[pyo3(from_py_with = arguments::page_limit)] limit: i64,
+        #[pyo3(from_py_with = arguments::whole_limit)] limit: i64,
     ) -> PyResult<TreeLevel> {
         let limit = to_u32(py, "limit", "invalid_limit", limit)?;
         self.call(py, |l| {
@@ -644,5 +645,103 @@ impl PyLedger {
             )
         })?;
         crate::values::json_to_py(py, &value)
+    }
+
+    /// Signs a checkpoint of the whole trail with `key` (a signing key's text, from
+    /// `generate_key`), records it with its audit row, and returns it as a `dict`:
+    /// `{"origin", "size", "root", "note"}`; `note` is the text to keep.
+    #[pyo3(signature = (key, *, actor, origin=None))]
+    fn checkpoint<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::key)] key: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+        #[pyo3(from_py_with = arguments::origin)] origin: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key: sl::SignerKey = key.parse().map_err(|e| errors::to_py(py, e))?;
+        let signed = self.call(py, |l| l.checkpoint(&key, origin.as_deref(), &actor))?;
+        checkpoints::to_dict(py, &signed)
+    }
+
+    /// Brings the stored audit tree up to the trail's head; returns its size.
+    fn integrate_tree(&self, py: Python<'_>) -> PyResult<u64> {
+        self.call(py, |l| l.integrate_tree())
+    }
+
+    /// The checkpoints the ledger signed after audit row `after`, oldest first, as `dict`s.
+    #[pyo3(signature = (*, after=0, limit=1000))]
+    fn checkpoints<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::row_after)] after: i64,
+        #[pyo3(from_py_with = arguments::whole_limit)] limit: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let limit = to_u32(py, "limit", "invalid_limit", limit)?;
+        let list = self.call(py, |l| l.checkpoints(after, limit))?;
+        checkpoints::to_dict(py, &list)
+    }
+
+    /// Verifies the trail against `checkpoint` (a note kept earlier) with `verifier_key`;
+    /// `previous` is the checkpoint verified last time, `fast` reads only the rows after the
+    /// checkpoint. Returns `{"ok", "checkpoint", "head", "fast", "findings", "not_checked"}`.
+    #[pyo3(signature = (checkpoint, verifier_key, *, fast=false, previous=None))]
+    fn verify_checkpoint<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::checkpoint_note)] checkpoint: String,
+        #[pyo3(from_py_with = arguments::verifier_key)] verifier_key: String,
+        #[pyo3(from_py_with = arguments::fast)] fast: bool,
+        #[pyo3(from_py_with = arguments::previous)] previous: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key: sl::VerifierKey = verifier_key.parse().map_err(|e| errors::to_py(py, e))?;
+        let mut options = sl::CheckpointOptions::default();
+        options.fast = fast;
+        options.previous = previous;
+        let v = self.call(py, |l| l.verify_checkpoint(&checkpoint, &key, &options))?;
+        checkpoints::to_dict(py, &v)
+    }
+
+    /// A receipt (C2SP tlog-proof text) for audit row `seq` against `checkpoint`, or against
+    /// the newest checkpoint the ledger signed.
+    #[pyo3(signature = (seq, *, checkpoint=None))]
+    fn prove(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::seq)] seq: i64,
+        #[pyo3(from_py_with = arguments::checkpoint_or_newest)] checkpoint: Option<String>,
+    ) -> PyResult<String> {
+        self.call(py, |l| l.prove(seq, checkpoint.as_deref()))
+            .map(|r| r.to_text())
+    }
+
+    /// At most `limit` audit rows after row `after`, oldest first: a feed that resumes from the
+    /// last `seq` kept. `format="ocsf"` gives each as an OCSF event `dict` instead.
+    #[pyo3(signature = (after, *, limit=1000, format=String::from("jsonl")))]
+    fn export<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::row_after)] after: i64,
+        #[pyo3(from_py_with = arguments::whole_limit)] limit: i64,
+        #[pyo3(from_py_with = arguments::format)] format: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let format = format.as_str();
+        let limit = to_u32(py, "limit", "invalid_limit", limit)?;
+        if format != "jsonl" && format != "ocsf" {
+            return Err(errors::invalid(
+                py,
+                "invalid_format",
+                format!("format must be \"jsonl\" or \"ocsf\", not {format:?}"),
+            ));
+        }
+        let rows = self.call(py, |l| l.audit_after(after, limit))?;
+        let values: Vec<serde_json::Value> = if format == "ocsf" {
+            rows.iter().map(sl::ocsf_event).collect()
+        } else {
+            rows.iter()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()
+                .map_err(|e| errors::invalid(py, "json_encoding", e.to_string()))?
+        };
+        checkpoints::to_dict(py, &values)
     }
 }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use pyo3::prelude::*;
 
 mod arguments;
+mod checkpoints;
 mod errors;
 mod ledger;
 mod levels;
@@ -64,6 +65,15 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::Explanation>()?;
     m.add_class::<levels::TreeLevel>()?;
     m.add_class::<levels::LevelNode>()?;
+    m.add("OCSF_VERSION", session_ledger::OCSF_VERSION)?;
+    let kinds: Vec<&str> = session_ledger::AuditKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    m.add("AUDIT_KINDS", kinds)?;
+    m.add_function(wrap_pyfunction!(checkpoints::generate_key, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::verifier_key, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::verify_receipt, m)?)?;
     m.add_function(wrap_pyfunction!(_time_decide, m)?)?;
     Ok(())
 }

@@ -47,11 +47,6 @@ KEEPALIVE_SECONDS = 15.0
 TTL = re.compile(r"\s*(\d{1,12})\s*([smhd])\s*\Z")
 TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-AUDIT_KINDS = [
-    "session.root", "session.create", "session.create_refused", "session.spawn", "session.end",
-    "label.inherit", "label.raise", "posture.grant", "posture.revoke", "epoch.start",
-    "pattern.add", "pattern.remove", "scope.grant", "scope.revoke",
-]  # fmt: skip
 
 
 @dataclass
@@ -418,7 +413,7 @@ def _routes(app: FastAPI, c: Console) -> None:
         except ValueError as e:
             data = {"rows": [], "filters": {}, "older": None, "error": str(e), "paged": False, "query": ""}
         chain = c.verifier.refresh()
-        return render(request, "audit.html", kinds=AUDIT_KINDS, chain=chain, **data)
+        return render(request, "audit.html", kinds=session_ledger.AUDIT_KINDS, chain=chain, **data)
 
     @app.get("/audit/rows", response_class=HTMLResponse)
     def audit_rows_fragment(request: Request) -> HTMLResponse:

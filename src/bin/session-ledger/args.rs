@@ -29,8 +29,8 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// Print JSON, a listing (tree, audit, pattern list, scope list) as one JSON object a line
-    /// instead of one array; implies --json.
+    /// Print JSON, a listing (tree, audit, pattern list, scope list, checkpoint list) as one
+    /// JSON object a line instead of one array; implies --json.
     #[arg(long, global = true)]
     pub json_lines: bool,
 
@@ -124,7 +124,8 @@ pub enum LedgerCommand {
     /// List the audit trail, oldest first.
     #[command(args_conflicts_with_subcommands = true)]
     Audit {
-        /// `head`: print the chain's head (SEQ:HASH) to keep elsewhere.
+        /// `head`: print the chain's head (SEQ:HASH) to keep elsewhere; `prove`: a receipt for
+        /// one row; `export`: the rows as a feed.
         #[command(subcommand)]
         command: Option<AuditCommand>,
         /// Only rows about this session.
@@ -163,6 +164,27 @@ pub enum LedgerCommand {
         /// A head saved earlier (SEQ:HASH from `audit head`): also detect rows removed since.
         #[arg(long, value_name = "SEQ:HASH", allow_hyphen_values = true)]
         head: Option<String>,
+        /// A signed checkpoint kept earlier (a file): check its signature, a consistency proof
+        /// from it to the trail now, and the chain; one line per check, then a summary.
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "verifier_key",
+            conflicts_with_all = ["head", "from"]
+        )]
+        checkpoint: Option<PathBuf>,
+        /// The verifier key of the checkpoint's signer: its text (NAME+KEYID+BASE64), or a file
+        /// holding it.
+        #[arg(long, value_name = "KEY", requires = "checkpoint")]
+        verifier_key: Option<String>,
+        /// Keep the last checkpoint verified in FILE: a checkpoint smaller than it, forked
+        /// from it or not provably its extension is refused; FILE moves on only on success.
+        #[arg(long, value_name = "FILE", requires = "checkpoint")]
+        state: Option<PathBuf>,
+        /// Read only the rows after the checkpoint, trusting the stored tree below it (the
+        /// output says what that leaves unchecked).
+        #[arg(long, requires = "checkpoint")]
+        fast: bool,
         /// A head saved earlier (SEQ:HASH from `audit head`): check that its row is unchanged
         /// and walk only the rows after it, not the whole trail.
         #[arg(
@@ -245,12 +267,77 @@ pub enum LedgerCommand {
     /// Posture epochs: the lifetime of one run of the dashboard.
     #[command(subcommand)]
     Epoch(EpochCommand),
+    /// Signed checkpoints of the audit trail, for auditors to keep (docs/audit.md).
+    #[command(subcommand)]
+    Checkpoint(CheckpointCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CheckpointCommand {
+    /// Write a new Ed25519 signing key to FILE (mode 0600; never overwritten) and print its
+    /// verifier key, for auditors.
+    Keygen {
+        /// Where to write the key.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        /// The key's name, which its signatures carry (a schema-less URL, like
+        /// example.com/ledger).
+        #[arg(long, value_name = "NAME", default_value = "session-ledger")]
+        name: String,
+    },
+    /// Sign a checkpoint of the whole trail with the key in FILE, record it, and print it.
+    Sign {
+        /// The signing key (from `checkpoint keygen`); it is read, never stored.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        /// The log's name on the checkpoint's first line (default: the key's name).
+        #[arg(long, value_name = "NAME")]
+        origin: Option<String>,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
+    /// List the checkpoints the ledger signed, oldest first.
+    List {
+        /// Only checkpoints recorded after audit row SEQ.
+        #[arg(long, value_name = "SEQ", default_value_t = 0)]
+        after: i64,
+        /// At most N of them.
+        #[arg(long, value_name = "N", default_value_t = 1000)]
+        limit: u32,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
     /// Print the head of the audit chain, SEQ:HASH, to keep somewhere else.
     Head,
+    /// Print a receipt for row SEQ: its inclusion proof against a checkpoint (C2SP
+    /// tlog-proof), which anyone can check with the row and the verifier key alone.
+    Prove {
+        /// The row.
+        #[arg(value_parser = clap::value_parser!(i64).range(1..))]
+        seq: i64,
+        /// The checkpoint to prove against (a file); default the newest one the ledger signed.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<PathBuf>,
+    },
+    /// Print the rows after SEQ in order, one JSON line each with its seq and hash, for audit
+    /// tooling: restart with the last seq printed to go on with no row lost or repeated.
+    Export {
+        /// Start after this row (0 for the first).
+        #[arg(long, value_name = "SEQ", value_parser = clap::value_parser!(i64).range(0..))]
+        after: i64,
+        /// Then wait for new rows and print them as they come, until stopped.
+        #[arg(long)]
+        follow: bool,
+        /// jsonl: each row as `--json audit` prints it; ocsf: each row as an OCSF 1.7.0 event.
+        #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = ["jsonl", "ocsf"])]
+        format: String,
+        /// With --follow, how often to look at the trail's head, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 500)]
+        poll: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,7 +12,10 @@ use session_ledger::{
     Propagation, Raise, StorageError, Taint,
 };
 
-use crate::args::{AuditCommand, EpochCommand, LedgerCommand, PatternCommand, ScopeCommand};
+use crate::args::{
+    AuditCommand, CheckpointCommand, EpochCommand, LedgerCommand, PatternCommand, ScopeCommand,
+};
+use crate::checkpoints;
 use crate::error::CliError;
 use crate::render::{self, Format, Report};
 
@@ -54,7 +57,27 @@ pub fn run(
     out: &mut dyn Write,
     notes: &mut dyn Write,
 ) -> Result<Report, CliError> {
-    let report = execute(ctx, command)?;
+    let report = match command {
+        // A feed prints as it reads, and with --follow never ends.
+        LedgerCommand::Audit {
+            command:
+                Some(AuditCommand::Export {
+                    after,
+                    follow,
+                    format: feed,
+                    poll,
+                }),
+            ..
+        } => checkpoints::export(
+            ctx,
+            *after,
+            *follow,
+            feed,
+            std::time::Duration::from_millis(*poll),
+            out,
+        )?,
+        _ => execute(ctx, command)?,
+    };
     render::report(out, format, &report)?;
     let immutable = ctx
         .read_immutable
@@ -71,6 +94,9 @@ pub fn run(
     match &report {
         Report::Verified { verification, .. } if !verification.ok => Err(CliError::Unverified),
         Report::Checked(check) if !check.ok => Err(CliError::CheckFailed),
+        Report::CheckpointVerified { verification, .. } if !verification.ok => {
+            Err(CliError::CheckpointUnverified)
+        }
         _ => Ok(report),
     }
 }
@@ -103,6 +129,14 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             ..
         } => Ok(Report::Head(open_for_reading(ctx)?.audit_head()?)),
         LedgerCommand::Audit {
+            command: Some(AuditCommand::Prove { seq, checkpoint }),
+            ..
+        } => checkpoints::prove(ctx, *seq, checkpoint.as_deref()),
+        LedgerCommand::Audit {
+            command: Some(AuditCommand::Export { .. }),
+            ..
+        } => Ok(Report::Exported),
+        LedgerCommand::Audit {
             command: None,
             session,
             subtree,
@@ -121,7 +155,20 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             query.before = *before;
             audit(ctx, query, *limit)
         }
-        LedgerCommand::Verify { head, from } => verify(ctx, head.as_deref(), from.as_deref()),
+        LedgerCommand::Verify {
+            checkpoint: Some(checkpoint),
+            verifier_key,
+            state,
+            fast,
+            ..
+        } => checkpoints::verify(
+            ctx,
+            checkpoint,
+            verifier_key.as_deref().unwrap_or_default(),
+            state.as_deref(),
+            *fast,
+        ),
+        LedgerCommand::Verify { head, from, .. } => verify(ctx, head.as_deref(), from.as_deref()),
         LedgerCommand::Explain { id } => Ok(Report::Explained(Box::new(
             open_for_reading(ctx)?.explain(id)?,
         ))),
@@ -162,6 +209,15 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         }
         LedgerCommand::Epoch(EpochCommand::Show) => {
             Ok(Report::Epoch(open_for_reading(ctx)?.current_epoch()?))
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::Keygen { key, name }) => {
+            checkpoints::keygen(key, name)
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::Sign { key, origin, actor }) => {
+            checkpoints::sign(ctx, key, origin.as_deref(), actor)
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::List { after, limit }) => {
+            checkpoints::list(ctx, *after, *limit)
         }
     }
 }
@@ -391,7 +447,7 @@ fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {
 }
 
 /// Who a command acts as: `--actor`, else the context's default, else [`actor`]'s answer.
-fn acting(ctx: &Context<'_>, explicit: &Option<String>) -> Result<String, CliError> {
+pub fn acting(ctx: &Context<'_>, explicit: &Option<String>) -> Result<String, CliError> {
     match (explicit, ctx.default_actor) {
         (None, Some(default)) => Ok(default.to_owned()),
         _ => actor(explicit),
@@ -428,7 +484,7 @@ fn cli_config() -> Config {
 }
 
 /// Opens the ledger for a command that writes.
-fn open_existing(path: &Path) -> Result<Ledger, Error> {
+pub fn open_existing(path: &Path) -> Result<Ledger, Error> {
     Ledger::open_with(path, cli_config().create_if_missing(false))
 }
 
@@ -439,7 +495,7 @@ fn open_existing(path: &Path) -> Result<Ledger, Error> {
 /// immutable copy, and the reader is told so). A `state` on a read-only ledger answers a first read
 /// from the inheritance without recording it, and says so. The file's permissions are looked
 /// at first, so that a reader opens one connection, not a refused one and then another.
-fn open_for_reading(ctx: &Context<'_>) -> Result<Ledger, Error> {
+pub fn open_for_reading(ctx: &Context<'_>) -> Result<Ledger, Error> {
     let ledger = open_for_reading_at(ctx.db)?;
     if ledger.is_immutable() {
         ctx.read_immutable.set(true);

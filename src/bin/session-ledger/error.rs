@@ -18,6 +18,8 @@ pub enum CliError {
     Json(#[from] serde_json::Error),
     #[error("the audit chain does not verify")]
     Unverified,
+    #[error("the audit trail does not verify against the checkpoint")]
+    CheckpointUnverified,
     #[error("the ledger check found problems")]
     CheckFailed,
 }
@@ -42,6 +44,7 @@ impl CliError {
             CliError::Io(_) => "io",
             CliError::Json(_) => "json_encoding",
             CliError::Unverified => "unverified_chain",
+            CliError::CheckpointUnverified => "unverified_checkpoint",
             CliError::CheckFailed => "check_failed",
         }
     }

@@ -3,6 +3,7 @@
 //! an exit status and, for an error, one line on stderr.
 
 mod args;
+mod checkpoints;
 mod commands;
 mod demo;
 mod error;

@@ -4,15 +4,16 @@
 
 mod audit;
 mod authority;
+mod checkpoints;
 mod sessions;
 
 use std::io::Write;
 
 use serde_json::json;
 use session_ledger::{
-    AuditEntry, AuditHead, CheckReport, CommandPattern, Copied, Created, Decision, EpochStart,
-    Explanation, PatternTest, Posture, RaiseOutcome, Revocation, Scope, Session, SessionState,
-    TreeNode, Verification,
+    AuditEntry, AuditHead, CheckReport, CheckpointVerification, CommandPattern, Copied, Created,
+    Decision, EpochStart, Explanation, PatternTest, Posture, RaiseOutcome, RecordedCheckpoint,
+    Revocation, Scope, Session, SessionState, SignedCheckpoint, TreeNode, Verification,
 };
 
 use crate::error::CliError;
@@ -93,6 +94,21 @@ pub enum Report {
     EpochStarted(EpochStart),
     /// `epoch show`: the current epoch.
     Epoch(i64),
+    /// `checkpoint keygen`: where the key went, and its verifier key.
+    KeyGenerated { path: String, verifier: String },
+    /// `checkpoint sign`.
+    CheckpointSigned(SignedCheckpoint),
+    /// `checkpoint list`.
+    Checkpoints(Vec<RecordedCheckpoint>),
+    /// `verify --checkpoint`, and the state file it moved on, if it did.
+    CheckpointVerified {
+        verification: CheckpointVerification,
+        saved: Option<String>,
+    },
+    /// `audit prove`: the receipt's text.
+    Receipt { seq: i64, text: String },
+    /// `audit export`, which printed as it went.
+    Exported,
 }
 
 /// How a command prints its output.
@@ -231,6 +247,31 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::Epoch(epoch) => emit(out, json, &json!({ "epoch": epoch }), || {
             format!("current epoch: {epoch}")
         }),
+        Report::KeyGenerated { path, verifier } => emit(
+            out,
+            json,
+            &json!({ "key_file": path, "verifier_key": verifier }),
+            || verifier.clone(),
+        ),
+        Report::CheckpointSigned(signed) if json => json_line(out, signed),
+        Report::CheckpointSigned(signed) => Ok(write!(out, "{}", signed.note)?),
+        Report::Checkpoints(list) => {
+            listing(out, format, list, |out| checkpoints::print_list(out, list))
+        }
+        Report::CheckpointVerified {
+            verification,
+            saved,
+        } => emit(
+            out,
+            json,
+            &json!({ "verification": verification, "state_saved": saved }),
+            || checkpoints::describe(verification, saved.as_deref()),
+        ),
+        Report::Receipt { seq, text } if json => {
+            json_line(out, &json!({ "seq": seq, "receipt": text }))
+        }
+        Report::Receipt { text, .. } => Ok(write!(out, "{text}")?),
+        Report::Exported => Ok(()),
     }
 }
 
@@ -321,6 +362,7 @@ fn describe_copy(from: &str, to: &str, c: &Copied, v: &Verification) -> String {
         count(c.patterns as usize, "command pattern", "command patterns"),
         count(c.scopes as usize, "override scope", "override scopes"),
         count(c.audit_rows as usize, "audit row", "audit rows"),
+        count(c.checkpoints as usize, "checkpoint", "checkpoints"),
     ];
     format!(
         "copied {from} to {to}: {}\n{}",

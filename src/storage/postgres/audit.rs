@@ -28,10 +28,10 @@ pub(super) const ORDERED_FROM: &str = "SELECT ordered_from FROM audit_time_order
 /// The first row at or after a seq, with its time: one probe of the binary search by time.
 pub(super) const PROBE: &str = "SELECT seq, at FROM audit WHERE seq >= $1 ORDER BY seq LIMIT 1";
 
-/// Every row from a seq on, oldest first, read a slice at a time so that a walk holds a few
+/// Every row of a range of seqs, oldest first, read a slice at a time so that a walk holds a few
 /// rows in memory, not the trail.
 pub(super) const WALK: &str = "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash
-       FROM audit WHERE seq >= $1 ORDER BY seq LIMIT 1024";
+       FROM audit WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT 1024";
 
 /// The listing's statement, with `$narrow` first in its `WHERE` clause: one range of seqs,
 /// `$7 <= seq < $8`, newest first, then the optional filters, each `$n IS NULL OR ...`.
@@ -171,11 +171,12 @@ impl AuditReads for Conn<'_> {
     fn audit_walk(
         &mut self,
         from: i64,
+        to: i64,
         each: &mut dyn FnMut(ChainRow) -> Result<()>,
     ) -> Result<()> {
         let mut next = from;
         loop {
-            let rows = self.rows(WALK, &[&next])?;
+            let rows = self.rows(WALK, &[&next, &to])?;
             let Some(last) = rows.last() else {
                 return Ok(());
             };

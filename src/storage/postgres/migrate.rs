@@ -213,5 +213,6 @@ pub(super) fn integrity(conn: &mut Conn<'_>) -> Result<CheckReport> {
         ok,
         integrity: vec!["ok".to_owned()],
         broken_references,
+        tree: Vec::new(),
     })
 }

@@ -37,6 +37,7 @@ mod plans;
 mod postures;
 mod sessions;
 mod transfer;
+mod tree;
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -69,8 +69,9 @@ const HOLDS_ANYTHING: &str = "SELECT EXISTS (SELECT 1 FROM sessions)
         OR EXISTS (SELECT 1 FROM audit)
         OR EXISTS (SELECT 1 FROM epochs WHERE epoch > 0) AS holds";
 
-/// Every table whose triggers an import switches off: those it writes, and `audit_time_order`.
-const TRIGGERED: [&str; 8] = [
+/// Every table whose triggers an import switches off: those it writes (the audit tree too, which
+/// the copy builds from the copied rows), and `audit_time_order`.
+const TRIGGERED: [&str; 10] = [
     "sessions",
     "labels",
     "epochs",
@@ -79,6 +80,8 @@ const TRIGGERED: [&str; 8] = [
     "override_scopes",
     "audit",
     "audit_time_order",
+    "audit_tree",
+    "checkpoints",
 ];
 
 /// The migration's epoch 0 makes way for the source's.
@@ -121,6 +124,10 @@ pub(super) fn import(
 impl Import for Tx<'_> {
     fn read(&mut self) -> &mut dyn Read {
         &mut self.read
+    }
+
+    fn write(&mut self) -> &mut dyn crate::storage::Write {
+        self
     }
 
     fn append(&mut self, table: Table, rows: &[Row]) -> Result<()> {

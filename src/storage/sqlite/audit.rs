@@ -29,10 +29,10 @@ pub(super) const ORDERED_FROM: &str = "SELECT ordered_from FROM audit_time_order
 /// The first row at or after a seq, with its time: one probe of the binary search by time.
 pub(super) const PROBE: &str = "SELECT seq, at FROM audit WHERE seq >= :seq ORDER BY seq LIMIT 1";
 
-/// Every row from a seq on, oldest first. SQLite steps through it one row at a time, so a walk
+/// Every row of a range of seqs, oldest first. SQLite steps through it one row at a time, so a walk
 /// holds one row in memory, not the trail.
 pub(super) const WALK: &str = "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash
-       FROM audit WHERE seq >= :from ORDER BY seq";
+       FROM audit WHERE seq >= :from AND seq < :to ORDER BY seq";
 
 /// The listing's statement, with `$narrow` first in its `WHERE` clause. Every statement reads
 /// one range of seqs, `:from <= seq < :to`, newest first. The optional filters that follow are
@@ -186,10 +186,11 @@ impl AuditReads for Conn<'_> {
     fn audit_walk(
         &mut self,
         from: i64,
+        to: i64,
         each: &mut dyn FnMut(ChainRow) -> Result<()>,
     ) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(WALK)?;
-        let mut rows = stmt.query(named_params! { ":from": from })?;
+        let mut rows = stmt.query(named_params! { ":from": from, ":to": to })?;
         while let Some(row) = rows.next()? {
             each(chain_row(row)?)?;
         }

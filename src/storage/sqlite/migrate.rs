@@ -230,6 +230,7 @@ pub(super) fn integrity(conn: &Connection) -> Result<CheckReport> {
         ok,
         integrity,
         broken_references,
+        tree: Vec::new(),
     })
 }
 

@@ -26,6 +26,7 @@ mod plans;
 mod postures;
 mod sessions;
 mod transfer;
+mod tree;
 
 use std::path::Path;
 use std::sync::atomic::AtomicUsize;

@@ -33,6 +33,8 @@ from ._errors import (
     UnknownSession,
 )
 from ._session_ledger import (
+    AUDIT_KINDS,
+    OCSF_VERSION,
     SCHEMA_VERSION,
     AuditEntry,
     AuditHead,
@@ -51,6 +53,9 @@ from ._session_ledger import (
     TreeNode,
     Verification,
     __version__,
+    generate_key,
+    verifier_key,
+    verify_receipt,
 )
 
 # The tree one level at a time (`Ledger.tree_level`).
@@ -89,6 +94,11 @@ class CreationRate(NamedTuple):
 __all__ = [
     "__version__",
     "SCHEMA_VERSION",
+    "AUDIT_KINDS",
+    "OCSF_VERSION",
+    "generate_key",
+    "verifier_key",
+    "verify_receipt",
     "Ledger",
     "CreationRate",
     "Taint",

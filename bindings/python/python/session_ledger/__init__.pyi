@@ -20,7 +20,7 @@ letter or digit.
 
 import os
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, Optional, Sequence, Tuple, Type, Union, final
+from typing import Any, Dict, List, Literal, NamedTuple, Optional, Sequence, Tuple, Type, Union, final
 from types import TracebackType
 
 from ._errors import (
@@ -37,6 +37,11 @@ from ._errors import (
 __all__ = [
     "__version__",
     "SCHEMA_VERSION",
+    "AUDIT_KINDS",
+    "OCSF_VERSION",
+    "generate_key",
+    "verifier_key",
+    "verify_receipt",
     "Ledger",
     "CreationRate",
     "Taint",
@@ -77,6 +82,26 @@ __version__: str
 
 SCHEMA_VERSION: int
 """The newest SQLite schema version this build reads and writes."""
+
+OCSF_VERSION: str
+"""The OCSF schema version of ``Ledger.export(..., format="ocsf")``'s events."""
+
+AUDIT_KINDS: list[str]
+"""Every kind of audit row this build writes, as ``audit(kind=...)`` takes them."""
+
+def generate_key(name: str) -> str:
+    """A new Ed25519 signing key named ``name`` (a schema-less URL, like
+    ``"example.com/ledger"``), as its key file's text: keep it out of the database."""
+
+def verifier_key(key: str) -> str:
+    """The verifier key (``NAME+KEYID+BASE64``) of a signing key's text, for auditors."""
+
+def verify_receipt(
+    receipt: str, verifier_key: str, row: Optional[Dict[str, Any]] = None
+) -> Dict[str, Any]:
+    """Checks a receipt from ``Ledger.prove`` offline with the verifier key, for ``row`` (the
+    row as a ``dict`` of the command line's ``--json audit`` form) or the row the receipt
+    carries: ``{"ok", "seq", "checkpoint", "why"}``."""
 
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
@@ -790,3 +815,34 @@ class Ledger:
         construct no pattern ever admits, ``{"construct", "at"}``). Reads only, as ``decide``.
 
         Raises ``InvalidInput`` for a malformed id or an empty command."""
+    def checkpoint(self, key: str, *, actor: str, origin: Optional[str] = None) -> Dict[str, Any]:
+        """Signs a checkpoint of the whole trail with ``key`` (a signing key's text), records it
+        with its ``checkpoint.sign`` audit row, and returns ``{"origin", "size", "root",
+        "note"}``: ``note`` is the signed text an auditor keeps. The key is never stored."""
+    def integrate_tree(self) -> int:
+        """Brings the stored audit tree up to the trail's head; returns its size."""
+    def checkpoints(self, *, after: int = 0, limit: int = 1000) -> List[Dict[str, Any]]:
+        """The checkpoints the ledger signed after audit row ``after``, oldest first."""
+    def verify_checkpoint(
+        self,
+        checkpoint: str,
+        verifier_key: str,
+        *,
+        fast: bool = False,
+        previous: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Verifies the trail against ``checkpoint`` (a note kept earlier): its signature, a
+        consistency proof from it to the trail now, and the chain, every leaf recomputed from
+        its row unless ``fast``; against ``previous`` (the checkpoint verified last), a smaller,
+        forked or unprovable checkpoint fails. Returns ``{"ok", "checkpoint", "head", "fast",
+        "findings", "not_checked"}``, one finding per check."""
+    def prove(self, seq: int, *, checkpoint: Optional[str] = None) -> str:
+        """A receipt for audit row ``seq``: its inclusion proof against ``checkpoint``, or the
+        newest checkpoint signed, as C2SP tlog-proof text. Raises ``Conflict`` (kind
+        ``"no_checkpoint"`` or ``"not_in_checkpoint"``) when there is none to prove against."""
+    def export(
+        self, after: int, *, limit: int = 1000, format: Literal["jsonl", "ocsf"] = "jsonl"
+    ) -> List[Dict[str, Any]]:
+        """At most ``limit`` audit rows after row ``after``, oldest first, each as the command
+        line's ``--json audit`` object or, with ``format="ocsf"``, as an OCSF event: a feed
+        that resumes exactly from the last ``seq`` kept."""

@@ -69,6 +69,10 @@ pub fn describe_check(report: &CheckReport) -> String {
         lines.push(format!("integrity: {line}"));
         problems += 1;
     }
+    for line in &report.tree {
+        lines.push(format!("audit tree: {line}"));
+        problems += 1;
+    }
     for b in &report.broken_references {
         let missing: Vec<String> = b.missing.iter().map(|m| format!("{m:?}")).collect();
         let values = if missing.is_empty() {

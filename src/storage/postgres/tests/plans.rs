@@ -20,7 +20,7 @@
 
 use postgres::{Client, NoTls};
 
-use super::{audit, grants, labels, levels, postures, sessions};
+use super::{audit, grants, labels, levels, postures, sessions, tree};
 use crate::config::{Config, Synchronous};
 use crate::{Ledger, PostureLevel, Propagation, Raise, Taint};
 
@@ -82,6 +82,12 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("audit by session", audit::LIST_BY_SESSION),
         ("audit by subtree", audit::LIST_BY_SUBTREE),
         ("verify, verify --from: the walk", audit::WALK),
+        ("tree: the last leaf", tree::LAST_LEAF),
+        ("tree: nodes by key", tree::NODES),
+        ("tree: append nodes", tree::APPEND_NODES),
+        ("checkpoints after a seq", tree::CHECKPOINTS),
+        ("the latest checkpoint", tree::LATEST_CHECKPOINT),
+        ("append a checkpoint", tree::APPEND_CHECKPOINT),
     ]
 }
 
@@ -103,6 +109,8 @@ const GROWING: &[&str] = &[
     "labels",
     "postures",
     "audit",
+    "audit_tree",
+    "checkpoints",
     "command_patterns",
     "override_scopes",
 ];

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{audit, grants, labels, levels, postures, sessions};
+use super::{audit, grants, labels, levels, postures, sessions, tree};
 use crate::config::{Config, Synchronous};
 use crate::{Ledger, PostureLevel, Propagation, Raise};
 
@@ -78,6 +78,12 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("audit by session", audit::LIST_BY_SESSION),
         ("audit by subtree", audit::LIST_BY_SUBTREE),
         ("verify, verify --from: the walk", audit::WALK),
+        ("tree: the last leaf", tree::LAST_LEAF),
+        ("tree: a node", tree::NODE),
+        ("tree: append a node", tree::APPEND_NODE),
+        ("checkpoints after a seq", tree::CHECKPOINTS),
+        ("the latest checkpoint", tree::LATEST_CHECKPOINT),
+        ("append a checkpoint", tree::APPEND_CHECKPOINT),
     ]
 }
 

@@ -1,0 +1,62 @@
+//! The text of checkpoints: the list of those the ledger signed, and a verification against
+//! one, a line per check in the manner of an audit tool (what, where, and valid or INVALID with
+//! why), then a summary line.
+
+use std::io::Write;
+
+use session_ledger::{CheckpointVerification, RecordedCheckpoint};
+
+use super::count;
+use crate::error::CliError;
+
+/// `checkpoint list`'s text: one line per checkpoint.
+pub fn print_list(out: &mut dyn Write, list: &[RecordedCheckpoint]) -> Result<(), CliError> {
+    for c in list {
+        writeln!(
+            out,
+            "{:>5}  {}  size {:<8}  {}  {}  {}",
+            c.seq,
+            session_ledger::format_ts(c.signed_at),
+            c.size,
+            c.root,
+            c.origin,
+            c.key
+        )?;
+    }
+    Ok(())
+}
+
+/// `verify --checkpoint`'s text.
+pub fn describe(v: &CheckpointVerification, saved: Option<&str>) -> String {
+    let mut lines = Vec::new();
+    for f in &v.findings {
+        let status = match &f.problem {
+            None => format!("valid: {}", f.why),
+            Some(word) => format!("INVALID ({word}): {}", f.why),
+        };
+        lines.push(format!("{:<12} {:<40} {status}", f.check, f.place));
+    }
+    for skipped in &v.not_checked {
+        lines.push(format!("{:<12} {:<40} not checked: {skipped}", "fast", ""));
+    }
+    let against = v.checkpoint.as_ref().map_or_else(
+        || "the checkpoint".to_owned(),
+        |c| format!("checkpoint {} at size {}", c.origin, c.size),
+    );
+    let failed = v.findings.iter().filter(|f| !f.valid).count();
+    let checks = count(v.findings.len(), "check", "checks");
+    lines.push(if v.ok {
+        format!(
+            "OK: {checks} valid against {against}; the trail has {} rows, head {}{}",
+            v.head.seq,
+            v.head,
+            saved.map_or(String::new(), |s| format!("; state saved to {s}"))
+        )
+    } else {
+        format!(
+            "FAILED: {failed} of {checks} INVALID against {against}; the trail has {} rows",
+            v.head.seq
+        )
+    });
+    lines.join("\n")
+}

@@ -1,0 +1,419 @@
+//! The command line's checkpoints: a key made with mode 0600 and never written over; a
+//! checkpoint signed, listed and verified with the verifier key keygen printed, as text (one
+//! line per check, a summary) and `--json`; a state file that moves on only when a later
+//! checkpoint verifies; a receipt printed by `audit prove`; and `audit export`, which resumes
+//! from a saved seq with no row lost or repeated across a restart, follows new rows, and
+//! speaks OCSF. The attacks themselves are tests/checkpoints.rs's, against the library.
+
+#[macro_use]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::cli::*;
+use common::Engine;
+use serde_json::Value;
+
+/// A ledger with a few rows, a key, and a checkpoint signed over them in `cp1`.
+fn signed_ledger(engine: Engine) -> TestResult<Option<(Fixture, String)>> {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(None);
+    };
+    for id in ["conductor", "reviewer", "worker"] {
+        ok(&fx, &["create", id, "--actor", "alice"])?;
+    }
+    let key = fx.dir().join("ledger.key");
+    let verifier = ok(
+        &fx,
+        &[
+            "checkpoint",
+            "keygen",
+            "--key",
+            key.to_str().unwrap(),
+            "--name",
+            "example.com/ledger",
+        ],
+    )?;
+    let note = ok(
+        &fx,
+        &[
+            "checkpoint",
+            "sign",
+            "--key",
+            key.to_str().unwrap(),
+            "--actor",
+            "alice",
+        ],
+    )?;
+    std::fs::write(fx.dir().join("cp1"), &note)?;
+    Ok(Some((fx, verifier.trim().to_owned())))
+}
+
+fn path(fx: &Fixture, name: &str) -> String {
+    fx.dir().join(name).display().to_string()
+}
+
+fn keygen_writes_a_key_only_its_owner_may_read_and_never_over_another() -> TestResult {
+    let fx = Fixture::init()?;
+    let key = fx.dir().join("k");
+    let verifier = ok(
+        &fx.db,
+        &["checkpoint", "keygen", "--key", key.to_str().unwrap()],
+    )?;
+    assert!(
+        verifier
+            .trim()
+            .parse::<session_ledger::VerifierKey>()
+            .is_ok(),
+        "{verifier}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&key)?.permissions().mode() & 0o777, 0o600);
+    }
+    let before = std::fs::read_to_string(&key)?;
+    let again = run(
+        &fx.db,
+        &["checkpoint", "keygen", "--key", key.to_str().unwrap()],
+    );
+    assert!(!again.status.success());
+    assert_eq!(std::fs::read_to_string(&key)?, before);
+    // The key is nowhere in the ledger.
+    ok(
+        &fx.db,
+        &[
+            "checkpoint",
+            "sign",
+            "--key",
+            key.to_str().unwrap(),
+            "--actor",
+            "a",
+        ],
+    )?;
+    // PRIVATE+KEY+NAME+KEYID+BASE64: the base64 (which may itself hold a `+`) is the secret.
+    let secret = before
+        .trim()
+        .splitn(5, '+')
+        .nth(4)
+        .unwrap_or_default()
+        .to_owned();
+    assert!(secret.len() > 40, "{secret}");
+    let stored = fx.db.rows()?.join("\n");
+    assert!(!stored.contains(&secret));
+    Ok(())
+}
+
+fn a_checkpoint_verifies_with_the_printed_verifier_key_and_the_state_moves_on_only_on_success(
+    engine: Engine,
+) -> TestResult {
+    let Some((fx, verifier)) = signed_ledger(engine)? else {
+        return Ok(());
+    };
+    ok(&fx, &["create", "later", "--actor", "bob"])?;
+    let state = path(&fx, "state");
+    let cp1 = path(&fx, "cp1");
+    let r = run(
+        &fx,
+        &[
+            "verify",
+            "--checkpoint",
+            &cp1,
+            "--verifier-key",
+            &verifier,
+            "--state",
+            &state,
+        ],
+    );
+    assert!(r.status.success(), "{r:?}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines.last().unwrap().starts_with("OK: "), "{r:?}");
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("consistency ") && l.contains("valid")));
+    assert_eq!(
+        std::fs::read_to_string(&state)?,
+        std::fs::read_to_string(&cp1)?
+    );
+
+    // A later checkpoint moves the state on; the older one is then refused as smaller, and
+    // the state stays where it was.
+    let key = path(&fx, "ledger.key");
+    let cp2 = ok(
+        &fx,
+        &["checkpoint", "sign", "--key", &key, "--actor", "alice"],
+    )?;
+    std::fs::write(fx.dir().join("cp2"), &cp2)?;
+    ok(
+        &fx,
+        &[
+            "verify",
+            "--checkpoint",
+            &path(&fx, "cp2"),
+            "--verifier-key",
+            &verifier,
+            "--state",
+            &state,
+        ],
+    )?;
+    assert_eq!(std::fs::read_to_string(&state)?, cp2);
+    let older = run(
+        &fx,
+        &[
+            "--json",
+            "verify",
+            "--checkpoint",
+            &cp1,
+            "--verifier-key",
+            &verifier,
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(older.status.code(), Some(1));
+    assert_eq!(
+        json_error(&older, "an older checkpoint")?["kind"],
+        "unverified_checkpoint"
+    );
+    let report: Value = serde_json::from_str(older.stdout.trim())?;
+    let verification = &report["verification"];
+    assert_eq!(verification["ok"], false);
+    let bad: Vec<&Value> = verification["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["valid"] == false)
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0]["problem"], "smaller");
+    assert_eq!(std::fs::read_to_string(&state)?, cp2);
+
+    // The verifier key may be given as a file too; a key of another signer fails with exit 1.
+    std::fs::write(fx.dir().join("v.pub"), &verifier)?;
+    ok(
+        &fx,
+        &[
+            "verify",
+            "--checkpoint",
+            &cp1,
+            "--verifier-key",
+            &path(&fx, "v.pub"),
+        ],
+    )?;
+    let other = path(&fx, "other.key");
+    let stranger = ok(
+        &fx,
+        &[
+            "checkpoint",
+            "keygen",
+            "--key",
+            &other,
+            "--name",
+            "example.com/ledger",
+        ],
+    )?;
+    let r = run(
+        &fx,
+        &[
+            "verify",
+            "--checkpoint",
+            &cp1,
+            "--verifier-key",
+            stranger.trim(),
+        ],
+    );
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.contains("INVALID (not_signed_by_key)")),
+        "{r:?}"
+    );
+    assert!(r.stdout.lines().last().unwrap().starts_with("FAILED: "));
+    // The listing shows both checkpoints, oldest first.
+    let listed = ok_json_array(&fx, &["checkpoint", "list"])?;
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[1]["note"], cp2);
+    Ok(())
+}
+
+fn audit_prove_prints_a_receipt_that_checks_with_the_row_and_the_key(engine: Engine) -> TestResult {
+    let Some((fx, verifier)) = signed_ledger(engine)? else {
+        return Ok(());
+    };
+    let receipt = ok(
+        &fx,
+        &["audit", "prove", "2", "--checkpoint", &path(&fx, "cp1")],
+    )?;
+    let row = &ok_json_array(&fx, &["audit", "--before", "3", "--limit", "1"])?[0];
+    let key: session_ledger::VerifierKey = verifier.parse()?;
+    assert!(session_ledger::verify_receipt(&receipt, Some(row), &key)?.ok);
+    // Against the ledger's newest checkpoint by default; a row it does not cover is refused.
+    assert_eq!(ok(&fx, &["audit", "prove", "2"])?, receipt);
+    let r = run(&fx, &["--json", "audit", "prove", "9"]);
+    assert_eq!(json_error(&r, "prove 9")?["kind"], "not_in_checkpoint");
+    Ok(())
+}
+
+/// The seqs of a feed's JSON lines.
+fn seqs(out: &str) -> Vec<i64> {
+    out.lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("a JSON line")["seq"]
+                .as_i64()
+                .expect("seq")
+        })
+        .collect()
+}
+
+fn audit_export_resumes_from_a_saved_seq_with_no_row_lost_or_repeated(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    for i in 0..30 {
+        ok(&fx, &["create", &format!("s{i}"), "--actor", "alice"])?;
+    }
+    // A reader that stops after some lines, keeps the last seq, and starts again from it.
+    let mut child = command(&fx, &["audit", "export", "--after", "0"])
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut first = Vec::new();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    for _ in 0..12 {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        first.push(line);
+    }
+    drop(reader);
+    let _ = child.kill();
+    child.wait()?;
+    let saved = seqs(&first.concat()).last().copied().unwrap();
+    for i in 30..35 {
+        ok(&fx, &["create", &format!("s{i}"), "--actor", "alice"])?;
+    }
+    let rest = ok(&fx, &["audit", "export", "--after", &saved.to_string()])?;
+    let mut all = seqs(&first.concat());
+    all.extend(seqs(&rest));
+    assert_eq!(all, (1..=35).collect::<Vec<_>>());
+    // Each line is the row as `audit --json` lists it.
+    let listed = ok_json_array(&fx, &["audit"])?;
+    let exported: Vec<Value> = rest
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    assert_eq!(exported[..], listed[saved as usize..]);
+    Ok(())
+}
+
+fn audit_export_follow_prints_new_rows_as_they_are_written(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    ok(&fx, &["create", "first", "--actor", "alice"])?;
+    let mut child = command(
+        &fx,
+        &[
+            "audit", "export", "--after", "0", "--follow", "--poll", "50",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .spawn()?;
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    assert_eq!(seqs(&line), [1]);
+    ok(&fx, &["create", "second", "--actor", "alice"])?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    line.clear();
+    reader.read_line(&mut line)?;
+    assert!(Instant::now() < deadline);
+    assert_eq!(seqs(&line), [2]);
+    let _ = child.kill();
+    child.wait()?;
+    Ok(())
+}
+
+fn audit_export_in_ocsf_maps_every_row_to_a_class_with_seq_and_hash(engine: Engine) -> TestResult {
+    let Some((fx, _)) = signed_ledger(engine)? else {
+        return Ok(());
+    };
+    ok(&fx, &["trust", "conductor", "--full", "--actor", "alice"])?;
+    ok(
+        &fx,
+        &[
+            "raise",
+            "conductor",
+            "--taint",
+            "secret",
+            "--actor",
+            "alice",
+        ],
+    )?;
+    let rows = ok_json_array(&fx, &["audit"])?;
+    let events: Vec<Value> = ok(
+        &fx,
+        &["audit", "export", "--after", "0", "--format", "ocsf"],
+    )?
+    .lines()
+    .map(serde_json::from_str)
+    .collect::<Result<_, _>>()?;
+    assert_eq!(events.len(), rows.len());
+    for (event, row) in events.iter().zip(&rows) {
+        assert_eq!(event["metadata"]["sequence"], row["seq"]);
+        assert_eq!(event["metadata"]["uid"], row["hash"]);
+        assert_eq!(event["metadata"]["version"], session_ledger::OCSF_VERSION);
+        let class = event["class_uid"].as_u64().unwrap();
+        let activity = event["activity_id"].as_u64().unwrap();
+        assert_eq!(event["type_uid"].as_u64(), Some(class * 100 + activity));
+        for key in ["category_uid", "severity_id", "time"] {
+            assert!(event[key].is_u64(), "{key}: {event}");
+        }
+    }
+    let grant = events
+        .iter()
+        .find(|e| e["metadata"]["event_code"] == "posture.grant")
+        .unwrap();
+    assert_eq!(
+        (grant["class_uid"].as_u64(), grant["activity_id"].as_u64()),
+        (Some(3005), Some(1))
+    );
+    assert_eq!(grant["privileges"][0], "trust");
+    Ok(())
+}
+
+fn a_check_after_a_rewrite_names_the_row_whose_leaf_changed() -> TestResult {
+    let Some((fx, _)) = signed_ledger(Engine::Sqlite)? else {
+        return Ok(());
+    };
+    ok(&fx.db, &["check"])?;
+    fx.store()
+        .tamper("UPDATE audit SET actor = 'mallory' WHERE seq = 2");
+    let r = run(&fx.db, &["check"]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(r.stdout.contains("row 2"), "{r:?}");
+    let _ = Path::new("");
+    Ok(())
+}
+
+#[test]
+fn keygen_writes_a_key_only_its_owner_may_read_and_never_over_another_one() -> TestResult {
+    keygen_writes_a_key_only_its_owner_may_read_and_never_over_another()
+}
+
+#[test]
+fn check_names_the_row_whose_leaf_changed_after_a_rewrite() -> TestResult {
+    a_check_after_a_rewrite_names_the_row_whose_leaf_changed()
+}
+
+engine_tests! {
+    a_checkpoint_verifies_with_the_printed_verifier_key_and_the_state_moves_on_only_on_success,
+    audit_prove_prints_a_receipt_that_checks_with_the_row_and_the_key,
+    audit_export_resumes_from_a_saved_seq_with_no_row_lost_or_repeated,
+    audit_export_follow_prints_new_rows_as_they_are_written,
+    audit_export_in_ocsf_maps_every_row_to_a_class_with_seq_and_hash,
+}
