@@ -26,6 +26,7 @@ from ._errors import (
     Conflict,
     CorruptionError,
     CreationRefused,
+    DurabilityUnknown,
     InvalidInput,
     LedgerError,
     StalePreview,
@@ -116,5 +117,6 @@ __all__ = [
     "StalePreview",
     "CreationRefused",
     "StorageError",
+    "DurabilityUnknown",
     "CorruptionError",
 ]
