@@ -7,7 +7,7 @@
 //! * the server answered, and sent no warning with its answer: done;
 //! * it answered with a warning: it committed on its own disk, but something about the commit
 //!   went otherwise than the deployment asks, such as its wait for the synchronous standby
-//!   cancelled (by an operator, a `statement_timeout`, a pooler): the write may not be on the
+//!   cancelled (by an operator's `pg_cancel_backend`, a pooler): the write may not be on the
 //!   standby, and a failover may lose it. [`StorageError::DurabilityUnknown`], never done;
 //! * it refused the commit with an error and kept the connection: nothing was committed, and
 //!   the error is the write's (a conflict is run again, as any before the commit);
@@ -16,7 +16,9 @@
 //!   which, or [`StorageError::DurabilityUnknown`] when it cannot tell.
 //!
 //! A commit waits for the synchronous standby as long as the deployment makes it: the ledger
-//! puts no bound of its own on a write's commit, only on its look-up of a lost one.
+//! puts no bound of its own on a write's commit, only on its look-up of a lost one (and a
+//! `statement_timeout` does not reach that wait: PostgreSQL stops the statement's timer before
+//! it commits).
 //!
 //! Anything else that fails before the commit is sent fails a transaction that committed
 //! nothing, and runs again where `failover.rs` says.
