@@ -41,6 +41,13 @@ pub struct Config {
     pub rate_window: Duration,
     /// How long a writer waits for another writer before giving up. Default 30 seconds.
     pub busy_timeout: Duration,
+    /// On PostgreSQL: how long an operation that met a server gone away (a failover, a
+    /// restart, a connection the server or a pooler ended) keeps trying on fresh connections
+    /// before it fails with [`StorageError::Unavailable`](crate::StorageError::Unavailable);
+    /// and how long a write whose connection was lost during its commit keeps looking for
+    /// whether it was done. A write is tried again only when it never sent its commit.
+    /// Default 30 seconds; the SQLite engine has no use for it.
+    pub failover_wait: Duration,
     /// The sync mode. Default [`Synchronous::Full`].
     pub synchronous: Synchronous,
     /// The most pooled connections. Default 8.
@@ -90,6 +97,7 @@ impl Default for Config {
             max_creations_per_window: 200,
             rate_window: Duration::from_secs(60),
             busy_timeout: Duration::from_secs(30),
+            failover_wait: Duration::from_secs(30),
             synchronous: Synchronous::Full,
             pool_size: 8,
             create_if_missing: true,
@@ -124,6 +132,12 @@ impl Config {
     /// Sets [`Config::busy_timeout`].
     pub fn busy_timeout(mut self, timeout: Duration) -> Config {
         self.busy_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Config::failover_wait`].
+    pub fn failover_wait(mut self, wait: Duration) -> Config {
+        self.failover_wait = wait;
         self
     }
 

@@ -136,7 +136,8 @@ impl Decision {
 /// take: an ended session asks; `trust` approves; `trust_reads` approves a command the caller
 /// classified as read-only; command patterns approve a line whose every simple command one of
 /// them admits; a live scope, checked against `now`, approves; otherwise ask. `None` when `id`
-/// is not recorded. Indexed lookups only; nothing written.
+/// is not recorded. One read of indexed lookups (one statement on PostgreSQL); nothing
+/// written.
 pub(crate) fn decide(
     r: &mut dyn Read,
     id: Id<'_>,
@@ -144,7 +145,7 @@ pub(crate) fn decide(
     read_only: bool,
     now: DateTime<Utc>,
 ) -> Result<Option<Decision>> {
-    let Some(facts) = r.decision_facts(id)? else {
+    let Some(facts) = r.decision_facts(id, now)? else {
         return Ok(None);
     };
     let decision = |verdict, reason| Decision {
@@ -171,7 +172,7 @@ pub(crate) fn decide(
         other => other,
     };
     let (mut unadmitted, mut refused) = (None, None);
-    let mut stored = r.patterns(id)?;
+    let mut stored = facts.patterns;
     if !stored.is_empty() {
         // The first pattern in text order that admits a part is the one named for it.
         stored.sort_by(|a, b| a.pattern.cmp(&b.pattern));
@@ -211,7 +212,7 @@ pub(crate) fn decide(
             }
         }
     }
-    if let Some(scope) = r.live_scope(id, now)? {
+    if let Some(scope) = facts.live_scope {
         let reason = Reason::Scope {
             scope: scope.name,
             granted_by: scope.granted_by,

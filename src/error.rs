@@ -12,7 +12,9 @@
 //!   refusal itself was recorded in the audit trail.
 //! * [`Error::Storage`]: the database cannot serve the request: there is no ledger there, the
 //!   file is something else or newer than this build, it cannot be written, or the engine
-//!   underneath failed.
+//!   underneath failed. On PostgreSQL also: no server took the operation within the failover
+//!   wait, and a write whose commit the ledger cannot vouch for: `DurabilityUnknown` (it may or
+//!   may not last: look before doing it again) and `NotCommitted` (it was not done).
 //! * [`Error::Corruption`]: the data breaks one of the ledger's invariants; the file needs
 //!   inspection.
 //!
@@ -406,6 +408,56 @@ pub enum StorageError {
     /// The engine underneath failed: I/O, locking, SQL, the connection pool, a migration.
     #[error("storage error: {0}")]
     Engine(EngineError),
+    /// The PostgreSQL server the URL reached is a standby (in recovery): it serves reads, and
+    /// no write. Nothing was written; writes go to the primary (a URL with
+    /// `target_session_attrs=read-write`), reads to a handle opened
+    /// [read-only](crate::Config::read_only).
+    #[error("the server of the ledger at {0} is a standby: it takes no writes")]
+    Standby(Location),
+    /// No server of the ledger's URL took the operation within
+    /// [`Config::failover_wait`](crate::Config::failover_wait): each had gone away, was a
+    /// standby, or refused the connection. A write never sent its commit: nothing was written.
+    #[error("no server of the ledger at {location} took the operation within {waited:?}: {cause}")]
+    Unavailable {
+        /// The ledger.
+        location: Location,
+        /// How long the operation kept trying.
+        waited: std::time::Duration,
+        /// What the last try met.
+        cause: String,
+    },
+    /// A write reached its commit, and whether it lasts is unknown (rule A5): the server
+    /// committed it but stopped waiting for its synchronous standby, so a failover may still
+    /// lose it; or the connection was lost during the commit and no server could say whether
+    /// it was done. It is not done as far as the caller knows, and it is not undone: it may be
+    /// in the trail now, and gone after a failover. Never run it again blindly; look for its
+    /// audit row (`seq` and `hash`: the newest row it wrote, unique to it) once the servers
+    /// agree again: `Ledger::verify_from` with that head passes only when the row is there.
+    #[error(
+        "the write whose audit row is {seq} ({hash}) at {location} may or may not last: {why}"
+    )]
+    DurabilityUnknown {
+        /// The ledger.
+        location: Location,
+        /// The sequence number of the newest audit row the write appended.
+        seq: i64,
+        /// That row's hash.
+        hash: String,
+        /// What the ledger saw.
+        why: String,
+    },
+    /// A write's connection was lost during its commit, and the ledger found out: the write is
+    /// not on the ledger's primary (it looked for its audit row, under the write lock, on a
+    /// server that takes writes). Nothing was written; running it again is safe.
+    #[error("the write whose audit row would have been {seq} ({hash}) was not committed: the connection to {location} was lost during its commit, and the write is not on the server")]
+    NotCommitted {
+        /// The ledger.
+        location: Location,
+        /// The sequence number its newest audit row would have had.
+        seq: i64,
+        /// That row's hash.
+        hash: String,
+    },
 }
 
 impl StorageError {
@@ -416,6 +468,10 @@ impl StorageError {
             StorageError::SchemaTooNew { .. } => "schema_too_new",
             StorageError::ReadOnly(_) => "read_only",
             StorageError::Engine(_) => "storage",
+            StorageError::Standby(_) => "standby",
+            StorageError::Unavailable { .. } => "unavailable",
+            StorageError::DurabilityUnknown { .. } => "durability_unknown",
+            StorageError::NotCommitted { .. } => "not_committed",
         }
     }
 

@@ -28,7 +28,7 @@ use crate::config::Config;
 use crate::error::{Conflict, Corruption, CreationRefused, Error, Result};
 use crate::model::{AuditKind, Id, Label, Origin, Posture, PostureLevel, Session, Taint};
 use crate::postures;
-use crate::storage::{NewSession, Read, TreeRow, TreeTop, Write};
+use crate::storage::{CreationCounts, NewSession, Read, TreeRow, TreeTop, Write};
 
 mod levels;
 
@@ -145,7 +145,8 @@ pub(crate) fn create_root(
 }
 
 /// Records `id` as created by the live session `creator`, within `bounds` (rule S2), with its
-/// creator's posture as it stands now, under the write lock (rule P1). A spawned creator seen
+/// creator's posture as it stands now, under the write lock (rule P1). What the create checks
+/// is read at once ([`CreationFacts`](crate::storage::CreationFacts)). A spawned creator seen
 /// for the first time is recorded first; a refusal undoes that, and records only the refusal.
 pub(crate) fn create_child(
     tx: &mut dyn Write,
@@ -155,18 +156,30 @@ pub(crate) fn create_child(
     bounds: &Bounds,
     now: DateTime<Utc>,
 ) -> Result<CreateOutcome> {
-    tx.savepoint()?;
-    let parent = resolve(tx, creator, now)?
+    let since = bounds.window_start(now);
+    let mut facts = tx.read().creation_facts(creator, id, since)?;
+    // Only a creator recorded by this create needs undoing on a refusal.
+    let recording_creator = facts.creator.is_none();
+    if recording_creator {
+        tx.savepoint()?;
+        if resolve(tx, creator, now)?.is_some() {
+            facts = tx.read().creation_facts(creator, id, since)?;
+        }
+    }
+    let parent = facts
+        .creator
         .ok_or_else(|| Error::from(Conflict::UnknownSession(creator.as_str().to_owned())))?;
     if !parent.is_live() {
         return Err(Conflict::SessionEnded(creator.as_str().to_owned()).into());
     }
-    if tx.read().session(id)?.is_some() {
+    if facts.taken {
         return Err(Conflict::SessionExists(id.as_str().to_owned()).into());
     }
     let depth = parent.depth + 1;
-    if let Some((refusal, mut detail)) = check_bounds(tx.read(), id, creator, depth, bounds, now)? {
-        tx.rollback_to_savepoint()?;
+    if let Some((refusal, mut detail)) = check_bounds(id, creator, depth, bounds, &facts.counts) {
+        if recording_creator {
+            tx.rollback_to_savepoint()?;
+        }
         // Nothing transferred: recorded as positive evidence (rule A1).
         detail["inherited_trust"] = json!(false);
         detail["inherited_trust_reads"] = json!(false);
@@ -174,7 +187,9 @@ pub(crate) fn create_child(
         audit::append(tx, now, actor, kind, Some(id.as_str()), &detail)?;
         return Ok(CreateOutcome::Refused(refusal));
     }
-    tx.release_savepoint()?;
+    if recording_creator {
+        tx.release_savepoint()?;
+    }
     tx.insert_session(&NewSession {
         id,
         created_by: Some(creator),
@@ -182,7 +197,10 @@ pub(crate) fn create_child(
         origin: Origin::Created,
         at: now,
     })?;
-    let (trust, trust_reads) = postures::born_with(postures::inherit(tx, id, creator, now)?);
+    // Rule P1: the posture the creator holds now, read under the write lock, and copied in
+    // the same transaction; the database checks the copy is exactly the creator's.
+    tx.inherit_known_posture(id, creator, now, facts.creator_posture)?;
+    let (trust, trust_reads) = postures::born_with(facts.creator_posture);
     let detail = json!({
         "creator": creator.as_str(),
         "depth": depth,
@@ -211,19 +229,27 @@ pub(crate) fn create_child(
     }))
 }
 
-/// The bounds of rule S2, checked under the write lock. Returns the refusal and the detail of
-/// its audit row, or `None` when the create may go ahead.
+impl Bounds {
+    /// The start of the creation-rate window that ends at `now`.
+    fn window_start(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        let window = TimeDelta::from_std(self.rate_window).unwrap_or(TimeDelta::MAX);
+        now.checked_sub_signed(window)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    }
+}
+
+/// The bounds of rule S2, checked against what was read under the write lock. Returns the
+/// refusal and the detail of its audit row, or `None` when the create may go ahead.
 fn check_bounds(
-    r: &mut dyn Read,
     id: Id<'_>,
     creator: Id<'_>,
     depth: u32,
     b: &Bounds,
-    now: DateTime<Utc>,
-) -> Result<Option<(CreationRefused, serde_json::Value)>> {
+    counts: &CreationCounts,
+) -> Option<(CreationRefused, serde_json::Value)> {
     let creator_id = creator.as_str();
     if depth > b.max_depth {
-        return Ok(Some((
+        return Some((
             CreationRefused::DepthLimit {
                 child: id.as_str().to_owned(),
                 depth,
@@ -231,15 +257,10 @@ fn check_bounds(
             },
             json!({ "creator": creator_id, "reason": "depth_limit", "depth": depth,
                     "limit": b.max_depth }),
-        )));
+        ));
     }
-    let window = TimeDelta::from_std(b.rate_window).unwrap_or(TimeDelta::MAX);
-    let since = now
-        .checked_sub_signed(window)
-        .unwrap_or(DateTime::<Utc>::MIN_UTC);
-    let counts = r.creation_counts(creator, since)?;
     if counts.live >= b.max_live_children {
-        return Ok(Some((
+        return Some((
             CreationRefused::ChildLimit {
                 creator: creator_id.to_owned(),
                 live: counts.live,
@@ -247,11 +268,11 @@ fn check_bounds(
             },
             json!({ "creator": creator_id, "reason": "child_limit",
                     "live_children": counts.live, "limit": b.max_live_children }),
-        )));
+        ));
     }
     if counts.in_window >= b.max_creations_per_window {
         let window_secs = b.rate_window.as_secs();
-        return Ok(Some((
+        return Some((
             CreationRefused::RateLimit {
                 creator: creator_id.to_owned(),
                 count: counts.in_window,
@@ -261,9 +282,9 @@ fn check_bounds(
             json!({ "creator": creator_id, "reason": "rate_limit",
                     "created_in_window": counts.in_window,
                     "limit": b.max_creations_per_window, "window_secs": window_secs }),
-        )));
+        ));
     }
-    Ok(None)
+    None
 }
 
 /// The nearest recorded session on the spawned chain above `id` (excluding `id` itself).

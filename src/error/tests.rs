@@ -80,6 +80,26 @@ fn one_of_each() -> Vec<Error> {
         .into(),
         StorageError::ReadOnly(Location::File("ledger.db".into())).into(),
         Error::from(std::io::Error::other("disk on fire")),
+        StorageError::Standby(Location::Server("postgresql://app@db2:5432/ledger".into())).into(),
+        StorageError::Unavailable {
+            location: Location::Server("postgresql://app@db1:5432,db2:5432/ledger".into()),
+            waited: std::time::Duration::from_secs(30),
+            cause: "connection refused".into(),
+        }
+        .into(),
+        StorageError::DurabilityUnknown {
+            location: Location::Server("postgresql://app@db1:5432/ledger".into()),
+            seq: 42,
+            hash: "ab".repeat(32),
+            why: "the server committed it, and warned".into(),
+        }
+        .into(),
+        StorageError::NotCommitted {
+            location: Location::Server("postgresql://app@db1:5432/ledger".into()),
+            seq: 42,
+            hash: "ab".repeat(32),
+        }
+        .into(),
         Corruption::new("a cycle").into(),
     ];
     let mut variants = BTreeSet::new();
@@ -126,12 +146,16 @@ fn one_of_each() -> Vec<Error> {
                 StorageError::SchemaTooNew { .. } => 42,
                 StorageError::ReadOnly(_) => 43,
                 StorageError::Engine(_) => 44,
+                StorageError::Standby(_) => 45,
+                StorageError::Unavailable { .. } => 46,
+                StorageError::DurabilityUnknown { .. } => 47,
+                StorageError::NotCommitted { .. } => 48,
             },
             Error::Corruption(_) => 50,
         };
         variants.insert(variant);
     }
-    assert_eq!(variants.len(), 35, "a variant has no sample in one_of_each");
+    assert_eq!(variants.len(), 39, "a variant has no sample in one_of_each");
     samples
 }
 

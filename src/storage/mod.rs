@@ -36,8 +36,8 @@ pub(crate) use postures::{
     DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Revoke, SubtreePosture,
 };
 pub(crate) use sessions::{
-    CreationCounts, LevelPage, LevelReads, LevelRow, NewSession, SessionReads, SessionWrites,
-    TreeRow, TreeTop,
+    CreationCounts, CreationFacts, LevelPage, LevelReads, LevelRow, NewSession, SessionReads,
+    SessionWrites, TreeRow, TreeTop,
 };
 pub(crate) use transfer::{ExportReads, Import, Kind, Row, Table, Value};
 pub(crate) use tree::{CheckpointRow, TreeNode, TreeReads, TreeWrites};
@@ -121,11 +121,12 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
         false
     }
 
-    /// Calls `f` once on a connection, outside any explicit transaction.
+    /// Calls `f` on a connection, outside any explicit transaction; again on a fresh one when
+    /// the engine's connection failed under it (a server gone away).
     fn read(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()>;
 
-    /// Calls `f` once inside one read transaction, so that every statement it runs reads the
-    /// same state of the ledger.
+    /// Calls `f` inside one read transaction, so that every statement it runs reads the same
+    /// state of the ledger; again in a fresh one as [`Engine::read`].
     fn snapshot(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()>;
 
     /// Calls `f` inside a write transaction that holds the write lock from its start, and
@@ -191,28 +192,26 @@ impl Storage {
         self.engine.is_immutable()
     }
 
-    /// Runs `f` on a connection, outside any explicit transaction.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut dyn Read) -> Result<T>) -> Result<T> {
-        let mut f = Some(f);
+    /// Runs `f` on a connection, outside any explicit transaction. `f` may run more than once,
+    /// each time on a fresh connection, when the first met a server gone away.
+    pub(crate) fn read<T>(&self, mut f: impl FnMut(&mut dyn Read) -> Result<T>) -> Result<T> {
         let mut out = None;
         self.engine.read(&mut |r| {
-            let f = f.take().ok_or_else(called_twice)?;
             out = Some(f(r)?);
             Ok(())
         })?;
-        out.ok_or_else(called_twice)
+        out.ok_or_else(not_run)
     }
 
-    /// Runs `f` inside one read transaction: every statement reads the same state.
-    pub(crate) fn snapshot<T>(&self, f: impl FnOnce(&mut dyn Read) -> Result<T>) -> Result<T> {
-        let mut f = Some(f);
+    /// Runs `f` inside one read transaction: every statement reads the same state. `f` may run
+    /// more than once, as [`Storage::read`]'s.
+    pub(crate) fn snapshot<T>(&self, mut f: impl FnMut(&mut dyn Read) -> Result<T>) -> Result<T> {
         let mut out = None;
         self.engine.snapshot(&mut |r| {
-            let f = f.take().ok_or_else(called_twice)?;
             out = Some(f(r)?);
             Ok(())
         })?;
-        out.ok_or_else(called_twice)
+        out.ok_or_else(not_run)
     }
 
     /// Runs `f` inside a write transaction and returns what it returned once the transaction
@@ -223,7 +222,7 @@ impl Storage {
             out = Some(f(tx)?);
             Ok(())
         })?;
-        out.ok_or_else(called_twice)
+        out.ok_or_else(not_run)
     }
 
     /// Runs `f` inside [`Engine::import`]'s transaction and returns what it returned once the
@@ -234,13 +233,13 @@ impl Storage {
             out = Some(f(into)?);
             Ok(())
         })?;
-        out.ok_or_else(called_twice)
+        out.ok_or_else(not_run)
     }
 }
 
-/// An engine that broke the contract of [`Engine::read`] (one call) or of a transaction that
-/// committed without running its closure.
-fn called_twice() -> Error {
+/// An engine that broke the contract of a read or a transaction that succeeded without
+/// running its closure.
+fn not_run() -> Error {
     Corruption::new("the storage engine did not run a transaction's work exactly once").into()
 }
 

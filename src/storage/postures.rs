@@ -5,8 +5,9 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::error::Result;
-use crate::model::{Id, Posture, PostureLevel, PostureSource};
+use crate::error::{Corruption, Result};
+use crate::model::{Id, Posture, PostureLevel, PostureSource, Scope};
+use crate::storage::PatternRow;
 
 /// A posture row as a revocation sees it: the session holding it, and where it came from.
 pub(crate) struct HeldPosture {
@@ -33,6 +34,10 @@ pub(crate) struct SubtreePosture {
 pub(crate) struct DecisionFacts {
     pub(crate) ended: bool,
     pub(crate) posture: Option<Posture>,
+    /// Its command patterns, oldest first (then by text).
+    pub(crate) patterns: Vec<PatternRow>,
+    /// Its scope that is live at the decision's time and lasts longest (then by name).
+    pub(crate) live_scope: Option<Scope>,
 }
 
 /// Which postures a revocation removes.
@@ -61,8 +66,9 @@ pub(crate) trait PostureReads {
     /// The posture row of `id`, current or not.
     fn posture(&mut self, id: Id<'_>) -> Result<Option<Posture>>;
 
-    /// Whether `id` ended and its posture row, in one statement; `None` when not recorded.
-    fn decision_facts(&mut self, id: Id<'_>) -> Result<Option<DecisionFacts>>;
+    /// Whether `id` ended, its posture row, its patterns and its scope live at `now`, in one
+    /// statement where the engine can; `None` when not recorded.
+    fn decision_facts(&mut self, id: Id<'_>, now: DateTime<Utc>) -> Result<Option<DecisionFacts>>;
 
     /// The subtree of `root` with each session's posture row, ordered by id.
     fn subtree_postures(&mut self, root: Id<'_>) -> Result<Vec<SubtreePosture>>;
@@ -93,6 +99,28 @@ pub(crate) trait PostureWrites {
         creator: Id<'_>,
         at: DateTime<Utc>,
     ) -> Result<Option<PostureLevel>>;
+
+    /// [`PostureWrites::inherit_posture`] for a caller that read, in this transaction, the
+    /// posture `creator` holds: the copy must be `expected`, or the transaction fails. As it
+    /// returns nothing, an engine may hold it and write it with the transaction's next
+    /// statement.
+    fn inherit_known_posture(
+        &mut self,
+        child: Id<'_>,
+        creator: Id<'_>,
+        at: DateTime<Utc>,
+        expected: Option<PostureLevel>,
+    ) -> Result<()> {
+        let copied = self.inherit_posture(child, creator, at)?;
+        if copied == expected {
+            return Ok(());
+        }
+        Err(Corruption::new(format!(
+            "{:?} inherited {copied:?}, not the {expected:?} its creator was read to hold",
+            child.as_str()
+        ))
+        .into())
+    }
 
     /// Removes the postures `which` names, in one statement. Returns what it removed, by depth
     /// then id.

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::Result;
-use crate::model::{Id, Label, Origin, Posture, Session};
+use crate::model::{Id, Label, Origin, Posture, PostureLevel, Session};
 
 /// A session to record.
 pub(crate) struct NewSession<'a> {
@@ -23,6 +23,19 @@ pub(crate) struct CreationCounts {
     pub(crate) live: u32,
     /// Its created children recorded at or after the window's start.
     pub(crate) in_window: u32,
+}
+
+/// What a create checks about its creator and its new id, read at once under the write lock.
+pub(crate) struct CreationFacts {
+    /// The creator, when it is recorded.
+    pub(crate) creator: Option<Session>,
+    /// The new id is or was in use.
+    pub(crate) taken: bool,
+    /// The creator's created children, as the bounds count them.
+    pub(crate) counts: CreationCounts,
+    /// The posture the creator holds in the current epoch: what a child it creates now
+    /// inherits (rule P1).
+    pub(crate) creator_posture: Option<PostureLevel>,
 }
 
 /// Where a tree view starts.
@@ -63,9 +76,16 @@ pub(crate) trait SessionReads {
     /// one statement.
     fn tree(&mut self, top: TreeTop<'_>) -> Result<Vec<TreeRow>>;
 
-    /// How many live created children `creator` has, and how many it created at or after
-    /// `since`. Spawned children are not counted: the bounds govern the create call.
-    fn creation_counts(&mut self, creator: Id<'_>, since: DateTime<Utc>) -> Result<CreationCounts>;
+    /// What a create of `child` by `creator` checks, in one read where the engine can: the
+    /// creator's row, whether `child` is taken, how many live created children `creator` has
+    /// and how many it created at or after `since` (spawned children are not counted: the
+    /// bounds govern the create call), and the posture level it holds in the current epoch.
+    fn creation_facts(
+        &mut self,
+        creator: Id<'_>,
+        child: Id<'_>,
+        since: DateTime<Utc>,
+    ) -> Result<CreationFacts>;
 }
 
 /// Writes of sessions.

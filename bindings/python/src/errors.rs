@@ -3,12 +3,14 @@
 //! The exception classes are plain Python classes (`session_ledger/_errors.py`), so that
 //! `InvalidInput` can also be a `ValueError` and `UnknownSession` a `KeyError`. Each is raised
 //! with the Rust error's whole message and its stable `kind` word (`Error::kind`), and the class
-//! follows the Rust error's split: input, conflict, refusal, storage, corruption.
+//! follows the Rust error's split: input, conflict, refusal, storage, corruption. A write whose
+//! durability is unknown is a storage error with a class of its own, carrying the `seq` and
+//! `hash` of its newest audit row.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
-use session_ledger::{Conflict, Error};
+use session_ledger::{Conflict, Error, StorageError};
 
 /// The Python module that defines the exception classes.
 const MODULE: &str = "session_ledger._errors";
@@ -43,6 +45,7 @@ classes! {
     StalePreview => "StalePreview",
     CreationRefused => "CreationRefused",
     StorageError => "StorageError",
+    DurabilityUnknown => "DurabilityUnknown",
     CorruptionError => "CorruptionError",
 }
 
@@ -86,6 +89,15 @@ pub(crate) fn to_py(py: Python<'_>, error: Error) -> PyErr {
             kind,
             Some(refusal.reason()),
         ),
+        Error::Storage(StorageError::DurabilityUnknown { seq, hash, .. }) => {
+            match Class::DurabilityUnknown.get(py) {
+                Ok(class) => PyErr::from_type(
+                    class.clone(),
+                    (message, kind.to_owned(), *seq, hash.clone()),
+                ),
+                Err(e) => e,
+            }
+        }
         Error::Storage(_) => raise(py, Class::StorageError, message, kind, None),
         Error::Corruption(_) => raise(py, Class::CorruptionError, message, kind, None),
         _ => raise(py, Class::LedgerError, message, kind, None),

@@ -517,8 +517,8 @@ fn open_for_reading_at(path: &Path) -> Result<Ledger, Error> {
     }
     match open_existing(path) {
         // Writable by its permissions, but SQLite could not write it (an immutable file, a
-        // read-only mount).
-        Err(Error::Storage(StorageError::ReadOnly(_))) => {
+        // read-only mount); or a PostgreSQL standby, which serves reads only.
+        Err(Error::Storage(StorageError::ReadOnly(_) | StorageError::Standby(_))) => {
             Ledger::open_with(path, cli_config().read_only(true))
         }
         opened => opened,

@@ -29,6 +29,12 @@ fn with_advice(e: &Error) -> String {
     let advice = match e {
         Error::Storage(StorageError::NoLedger(_)) => " (create one with `session-ledger init`)",
         Error::Input(InputError::InvalidHead(_)) => ", as `session-ledger audit head` prints it",
+        Error::Storage(StorageError::DurabilityUnknown { seq, hash, .. }) => {
+            return format!(
+                "{e} (look for it before doing it again: `session-ledger verify --from \
+                 {seq}:{hash}` passes while it is in the trail)"
+            )
+        }
         _ => "",
     };
     format!("{e}{advice}")
@@ -50,10 +56,13 @@ impl CliError {
     }
 
     /// The exit status. A combination of arguments the CLI refuses is a bad argument, 2, like
-    /// the ones the parser refuses; everything else, values the ledger checks included, is 1.
+    /// the ones the parser refuses; a write whose outcome is unknown (it may or may not last)
+    /// is 3, so that a script cannot take it for a failure it may simply run again; everything
+    /// else, values the ledger checks included, is 1.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
+            CliError::Ledger(Error::Storage(StorageError::DurabilityUnknown { .. })) => 3,
             _ => 1,
         }
     }

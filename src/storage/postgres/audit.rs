@@ -18,6 +18,57 @@ use crate::storage::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow
 pub(super) const HEAD: &str =
     "SELECT seq, hash FROM audit WHERE seq = (SELECT max(seq) FROM audit)";
 
+/// The newest row's seq, hash and time (in milliseconds since 1970, exact: times are stored
+/// to the millisecond), found as [`HEAD`] finds its hash: what a write transaction reads once,
+/// in its first batch, after the lock (`commit.rs`). It runs unprepared, so every value comes
+/// back as text, and the time in this form is read back whatever the server's `DateStyle`.
+#[cfg(test)]
+pub(super) const HEAD_AT_LOCK: &str = head_at_lock!();
+
+/// [`HEAD_AT_LOCK`]'s text, for the batch that runs it.
+macro_rules! head_at_lock {
+    () => {
+        "SELECT seq, hash, (extract(epoch FROM at) * 1000)::bigint AS at_ms
+           FROM audit WHERE seq = (SELECT max(seq) FROM audit)"
+    };
+}
+pub(super) use head_at_lock;
+
+/// The trail's head as a write transaction knows it: read after the lock was taken, then
+/// moved by each row the transaction appends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Head {
+    pub(super) seq: i64,
+    pub(super) hash: String,
+    /// The newest row's time; `None` for an empty trail.
+    pub(super) at: Option<Time>,
+}
+
+impl Head {
+    /// The head from [`HEAD_AT_LOCK`]'s row as text; `None` (no row) for an empty trail.
+    pub(super) fn from_text(row: Option<&postgres::SimpleQueryRow>) -> Result<Head> {
+        let Some(row) = row else {
+            let genesis = AuditHead::genesis();
+            return Ok(Head {
+                seq: genesis.seq,
+                hash: genesis.hash,
+                at: None,
+            });
+        };
+        let bad = || Error::from(Corruption::new("the audit head read back unreadable"));
+        let text = |name: &str| row.try_get(name).ok().flatten().ok_or_else(bad);
+        let seq: i64 = text("seq")?.parse().map_err(|_| bad())?;
+        let hash = text("hash")?.to_owned();
+        let at_ms: i64 = text("at_ms")?.parse().map_err(|_| bad())?;
+        let at = chrono::DateTime::from_timestamp_millis(at_ms).ok_or_else(bad)?;
+        Ok(Head {
+            seq,
+            hash,
+            at: Some(at),
+        })
+    }
+}
+
 /// The newest row's time, found as [`HEAD`] finds its hash.
 pub(super) const LATEST_TIME: &str =
     "SELECT at FROM audit WHERE seq = (SELECT max(seq) FROM audit)";
@@ -110,6 +161,12 @@ fn entry_of(row: &Row) -> Result<AuditEntry> {
 
 impl AuditReads for Conn<'_> {
     fn audit_head(&mut self) -> Result<AuditHead> {
+        if let Some(head) = &self.head {
+            return Ok(AuditHead {
+                seq: head.seq,
+                hash: head.hash.clone(),
+            });
+        }
         Ok(match self.row(HEAD, &[])? {
             Some(row) => AuditHead {
                 seq: row.try_get("seq")?,
@@ -120,6 +177,9 @@ impl AuditReads for Conn<'_> {
     }
 
     fn latest_audit_time(&mut self) -> Result<Option<Time>> {
+        if let Some(head) = &self.head {
+            return Ok(head.at);
+        }
         match self.row(LATEST_TIME, &[])? {
             Some(row) => Ok(Some(row.try_get("at")?)),
             None => Ok(None),
@@ -212,14 +272,14 @@ pub(super) const APPEND_MANY: &str =
 /// An appended row the transaction holds until it writes it (see the module comment of
 /// `postgres`).
 pub(super) struct Appended {
-    seq: i64,
-    at: Time,
-    actor: String,
-    kind: &'static str,
-    session: Option<String>,
-    detail: String,
-    prev_hash: String,
-    hash: String,
+    pub(super) seq: i64,
+    pub(super) at: Time,
+    pub(super) actor: String,
+    pub(super) kind: &'static str,
+    pub(super) session: Option<String>,
+    pub(super) detail: String,
+    pub(super) prev_hash: String,
+    pub(super) hash: String,
 }
 
 impl Conn<'_> {
@@ -276,8 +336,16 @@ impl Conn<'_> {
 
 impl AuditWrites for Tx<'_> {
     /// Holds the row for the transaction to write with others (see the module comment of
-    /// `postgres`); writes the rows held once there are `APPEND_BATCH` of them.
+    /// `postgres`); writes the rows held once there are `APPEND_BATCH` of them. The row is the
+    /// transaction's head from now on.
     fn append_audit(&mut self, row: &NewAuditRow<'_>) -> Result<()> {
+        if let Some(head) = &mut self.read.head {
+            *head = Head {
+                seq: row.seq,
+                hash: row.hash.to_owned(),
+                at: Some(row.at),
+            };
+        }
         self.read.appended.push(Appended {
             seq: row.seq,
             at: row.at,
@@ -289,7 +357,7 @@ impl AuditWrites for Tx<'_> {
             hash: row.hash.to_owned(),
         });
         if self.read.appended.len() >= super::APPEND_BATCH {
-            self.read.write_appended()?;
+            self.read.flush()?;
         }
         Ok(())
     }

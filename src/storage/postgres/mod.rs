@@ -16,16 +16,31 @@
 //! connection; every value a bound parameter; every row read by column name. The engine knows
 //! no rule of the ledger and no handle that calls it.
 //!
-//! Audit rows are the one write that does not go to the server at once: a write transaction
-//! holds the rows appended to it ([`Conn::appended`]) and writes them in one statement, before
-//! the next statement it runs, before its commit, or when [`APPEND_BATCH`] are waiting. Every
-//! row is a round trip otherwise, and a cascade appends one per session: 100,000 round trips
-//! for a subtree of 100,000, where the batches make 100. Since any statement writes them
-//! first, every read in the transaction sees them; a row the database refuses fails that
-//! statement or the commit, and so the whole transaction, as its append would have.
+//! Round trips. Every write waits on the lock behind the writers before it, and each round
+//! trip a writer makes under it (with a synchronous standby, its commit's too) is time the
+//! next writer waits, so a write makes few (`tests/round_trips.rs` holds the budgets):
+//!
+//! * its first is one batch, `BEGIN`, the lock and the trail's head (`commit.rs`); from then on
+//!   the transaction knows the head as it leaves it, and asks for it no more;
+//! * writes that return nothing are held ([`Conn::held`], [`Conn::appended`]) and go to the
+//!   server with the transaction's next statement, or before its commit: a created child, the
+//!   posture it inherits and its audit row as one statement (`writes.rs`); the audit rows of a
+//!   cascade in batches of [`APPEND_BATCH`] (100 round trips, not 100,000, for a subtree of
+//!   100,000). Since any statement writes them first, every read in the transaction sees them;
+//!   a row the database refuses fails that statement or the commit, and so the whole
+//!   transaction, as its write would have.
+//!
+//! Failover (`failover.rs`, `commit.rs`, docs/postgres.md "High availability"): a connection
+//! whose server went away or turned standby is dropped from the pool, and what met it before
+//! its commit was sent runs again on a fresh one, within `Config::failover_wait`. A commit is
+//! never sent twice: one whose connection was lost is looked for, and reported done or not
+//! done; one the server could not vouch for (its synchronous standby's wait cancelled) is
+//! reported as such, never as done.
 
 mod audit;
 mod columns;
+mod commit;
+mod failover;
 mod grants;
 mod labels;
 mod levels;
@@ -38,8 +53,10 @@ mod postures;
 mod sessions;
 mod transfer;
 mod tree;
+mod writes;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::types::ToSql;
@@ -54,8 +71,8 @@ pub(crate) struct Postgres {
     pool: r2d2::Pool<open::Manager>,
     location: Location,
     read_only: bool,
-    /// How long a writer waits for the ledger's lock, as `lock_timeout`.
-    lock_timeout: String,
+    /// How long an operation keeps trying on fresh connections after its server went away.
+    failover_wait: Duration,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -67,10 +84,28 @@ impl std::fmt::Debug for Postgres {
     }
 }
 
-/// A pooled connection and the statements prepared on it.
+/// A pooled connection, the statements prepared on it, and what the pool must know of it.
 pub(super) struct PgConn {
     client: postgres::Client,
     statements: HashMap<&'static str, Statement>,
+    /// The warnings the server sent on this connection since they were last taken: its notice
+    /// callback (`open.rs`) puts them here, as they arrive, before the answer they came with.
+    warnings: Arc<Mutex<Vec<String>>>,
+    /// Set while a write transaction is open on it, and for good once an operation on it met a
+    /// server gone away or unable to write: the pool drops it rather than hand it out again.
+    broken: bool,
+}
+
+impl PgConn {
+    /// The warnings received since the last call.
+    fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .warnings
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
 }
 
 /// What a statement runs on: the connection itself, or a transaction on it.
@@ -85,6 +120,13 @@ pub(super) struct Conn<'c> {
     statements: &'c mut HashMap<&'static str, Statement>,
     /// Audit rows appended and not yet written: always empty outside a write transaction.
     appended: Vec<audit::Appended>,
+    /// Other writes held until the next statement: always empty outside a write transaction.
+    held: Vec<writes::Held>,
+    /// In a write transaction: the trail's head as the transaction leaves it, read once after
+    /// the lock was taken and moved by each row appended since.
+    head: Option<audit::Head>,
+    /// The head when the savepoint was taken, to go back to with it.
+    head_at_savepoint: Option<audit::Head>,
 }
 
 /// How many appended audit rows a write transaction holds before it writes them.
@@ -104,6 +146,9 @@ impl<'c> Conn<'c> {
             on,
             statements,
             appended: Vec::new(),
+            held: Vec::new(),
+            head: None,
+            head_at_savepoint: None,
         }
     }
 
@@ -122,7 +167,12 @@ impl<'c> Conn<'c> {
 
     /// The rows `sql` returns.
     fn rows(&mut self, sql: &'static str, params: Params<'_>) -> Result<Vec<Row>> {
-        self.write_appended()?;
+        self.flush()?;
+        self.rows_now(sql, params)
+    }
+
+    /// [`Conn::rows`] without writing what is held first: for writing it.
+    fn rows_now(&mut self, sql: &'static str, params: Params<'_>) -> Result<Vec<Row>> {
         let statement = self.statement(sql)?;
         Ok(match &mut self.on {
             On::Client(client) => client.query(&statement, params)?,
@@ -132,7 +182,12 @@ impl<'c> Conn<'c> {
 
     /// The one row `sql` returns, if any.
     fn row(&mut self, sql: &'static str, params: Params<'_>) -> Result<Option<Row>> {
-        self.write_appended()?;
+        self.flush()?;
+        self.row_now(sql, params)
+    }
+
+    /// [`Conn::row`] without writing what is held first.
+    fn row_now(&mut self, sql: &'static str, params: Params<'_>) -> Result<Option<Row>> {
         let statement = self.statement(sql)?;
         Ok(match &mut self.on {
             On::Client(client) => client.query_opt(&statement, params)?,
@@ -142,11 +197,11 @@ impl<'c> Conn<'c> {
 
     /// Runs `sql` and returns how many rows it changed.
     fn execute(&mut self, sql: &'static str, params: Params<'_>) -> Result<u64> {
-        self.write_appended()?;
+        self.flush()?;
         self.execute_now(sql, params)
     }
 
-    /// [`Conn::execute`] without writing the appended rows first: for writing them.
+    /// [`Conn::execute`] without writing what is held first.
     fn execute_now(&mut self, sql: &'static str, params: Params<'_>) -> Result<u64> {
         let statement = self.statement(sql)?;
         Ok(match &mut self.on {
@@ -158,7 +213,7 @@ impl<'c> Conn<'c> {
     /// The first column of every row of `sql`, as text: for statements built from catalog
     /// names (quoted identifiers, no value), run unprepared.
     fn query_text(&mut self, sql: &str) -> Result<Vec<String>> {
-        self.write_appended()?;
+        self.flush()?;
         let messages = match &mut self.on {
             On::Client(client) => client.simple_query(sql)?,
             On::Transaction(tx) => tx.simple_query(sql)?,
@@ -174,7 +229,7 @@ impl<'c> Conn<'c> {
 
     /// Runs statements that take no parameters, as one batch (not prepared).
     fn batch(&mut self, sql: &str) -> Result<()> {
-        self.write_appended()?;
+        self.flush()?;
         match &mut self.on {
             On::Client(client) => client.batch_execute(sql)?,
             On::Transaction(tx) => tx.batch_execute(sql)?,
@@ -189,16 +244,22 @@ impl Write for Tx<'_> {
     }
 
     fn savepoint(&mut self) -> Result<()> {
-        self.read.batch("SAVEPOINT undo")
+        self.read.batch("SAVEPOINT undo")?;
+        self.read.head_at_savepoint = self.read.head.clone();
+        Ok(())
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
         self.read
-            .batch("ROLLBACK TO SAVEPOINT undo; RELEASE SAVEPOINT undo")
+            .batch("ROLLBACK TO SAVEPOINT undo; RELEASE SAVEPOINT undo")?;
+        self.read.head = self.read.head_at_savepoint.take();
+        Ok(())
     }
 
     fn release_savepoint(&mut self) -> Result<()> {
-        self.read.batch("RELEASE SAVEPOINT undo")
+        self.read.batch("RELEASE SAVEPOINT undo")?;
+        self.read.head_at_savepoint = None;
+        Ok(())
     }
 }
 
@@ -208,27 +269,22 @@ impl FileReads for Conn<'_> {
     }
 }
 
-/// The ledger's advisory lock: every write transaction takes it first. Its key is a pair: a
-/// constant of the library (`ledg` in ASCII) and the oid of this ledger's `audit` table, found
-/// through the connection's `search_path`, so each ledger of a database (one per schema) has a
-/// lock of its own and its writers never wait for another ledger's.
-const WRITE_LOCK: &str = "SELECT pg_advisory_xact_lock(1818584167, 'audit'::regclass::oid::int4)";
-
-/// How long a writer waits for the lock: the config's busy timeout, for this transaction only.
-const LOCK_TIMEOUT: &str = "SELECT set_config('lock_timeout', $1, true)";
+/// The ledger's advisory lock: every write transaction takes it first (`commit.rs`). Its key
+/// is a pair: a constant of the library (`ledg` in ASCII) and the oid of this ledger's `audit`
+/// table, found through the connection's `search_path`, so each ledger of a database (one per
+/// schema) has a lock of its own and its writers never wait for another ledger's. How long a
+/// writer waits for it is the config's busy timeout, set as `lock_timeout` on each connection
+/// (`open.rs`). A macro, so that the batches that take it are constants.
+macro_rules! write_lock {
+    () => {
+        "SELECT pg_advisory_xact_lock(1818584167, 'audit'::regclass::oid::int4)"
+    };
+}
+use write_lock;
 
 /// How many times a write transaction the server aborted for a deadlock or a serialization
 /// conflict is run before the failure is reported.
 const WRITE_ATTEMPTS: u32 = 8;
-
-/// True for a failure that running the same transaction again may not meet: the server broke a
-/// deadlock by aborting it (`40P01`), or could not serialize it (`40001`).
-fn worth_retrying(e: &Error) -> bool {
-    matches!(
-        sql_state(e).map(|code| code.code()),
-        Some("40001" | "40P01")
-    )
-}
 
 impl Engine for Postgres {
     fn location(&self) -> &Location {
@@ -244,87 +300,48 @@ impl Engine for Postgres {
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()> {
-        let mut pooled = self.pool.get()?;
-        let PgConn { client, statements } = &mut *pooled;
-        let mut conn = Conn::new(On::Client(client), statements);
-        f(&mut conn)
+        self.with_connection(&mut |pooled| {
+            let PgConn {
+                client, statements, ..
+            } = pooled;
+            f(&mut Conn::new(On::Client(client), statements))
+        })
     }
 
     fn snapshot(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()> {
-        let mut pooled = self.pool.get()?;
-        let PgConn { client, statements } = &mut *pooled;
-        let tx = client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()?;
-        let mut conn = Conn::new(On::Transaction(tx), statements);
-        f(&mut conn)?;
-        if let On::Transaction(tx) = conn.on {
-            tx.commit()?;
-        }
-        Ok(())
+        self.with_connection(&mut |pooled| {
+            let PgConn {
+                client, statements, ..
+            } = pooled;
+            let tx = client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let mut conn = Conn::new(On::Transaction(tx), statements);
+            f(&mut conn)?;
+            if let On::Transaction(tx) = conn.on {
+                tx.commit()?;
+            }
+            Ok(())
+        })
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Write) -> Result<()>) -> Result<()> {
-        self.transaction(&mut |tx| f(tx))
-    }
-
-    fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {
-        self.transaction(&mut |tx| transfer::import(tx, &self.location, f))
-            .map_err(for_the_owner)
-    }
-}
-
-impl Postgres {
-    /// Runs `f` in a write transaction that takes the ledger's lock first, committing when it
-    /// returns `Ok`; runs it again on a fresh transaction after a deadlock or a serialization
-    /// failure, within [`WRITE_ATTEMPTS`].
-    fn transaction(&self, f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>) -> Result<()> {
         if self.read_only {
             return Err(StorageError::ReadOnly(self.location.clone()).into());
         }
-        let mut pooled = self.pool.get()?;
-        let mut attempt = 1;
-        loop {
-            let PgConn { client, statements } = &mut *pooled;
-            let tx = client
-                .build_transaction()
-                .isolation_level(IsolationLevel::ReadCommitted)
-                .start()?;
-            let mut write = Tx {
-                read: Conn::new(On::Transaction(tx), statements),
-            };
-            let done = self.run_write(&mut write, f);
-            let done = match (done, write.read.on) {
-                (Ok(()), On::Transaction(tx)) => tx.commit().map_err(Error::from),
-                (Err(e), On::Transaction(tx)) => {
-                    // Dropping a transaction rolls it back; say so to the server now.
-                    tx.rollback().ok();
-                    Err(e)
-                }
-                (done, On::Client(_)) => done,
-            };
-            match done {
-                Err(e) if attempt < WRITE_ATTEMPTS && worth_retrying(&e) => {
-                    std::thread::sleep(Duration::from_millis(1 << attempt));
-                    attempt += 1;
-                }
-                done => return done,
-            }
-        }
+        self.transaction(commit::Kind::Write, &mut |tx| f(tx))
     }
 
-    /// The lock first, then `f`, then the audit rows it appended that are not written yet.
-    fn run_write(
-        &self,
-        write: &mut Tx<'_>,
-        f: &mut dyn FnMut(&mut Tx<'_>) -> Result<()>,
-    ) -> Result<()> {
-        write.read.row(LOCK_TIMEOUT, &[&self.lock_timeout])?;
-        write.read.row(WRITE_LOCK, &[])?;
-        f(write)?;
-        write.read.write_appended()
+    fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {
+        if self.read_only {
+            return Err(StorageError::ReadOnly(self.location.clone()).into());
+        }
+        self.transaction(commit::Kind::Import, &mut |tx| {
+            transfer::import(tx, &self.location, f)
+        })
+        .map_err(for_the_owner)
     }
 }
 
@@ -378,13 +395,12 @@ fn for_the_owner(e: Error) -> Error {
     }
 }
 
-/// The SQLSTATE of an error from the server, when it has one.
-fn sql_state(e: &Error) -> Option<&postgres::error::SqlState> {
+/// The error from the server or the driver underneath `e`, when it has one.
+fn driver_error(e: &Error) -> Option<&postgres::Error> {
     match e {
-        Error::Storage(StorageError::Engine(engine)) => engine
-            .inner()
-            .downcast_ref::<postgres::Error>()
-            .and_then(postgres::Error::code),
+        Error::Storage(StorageError::Engine(engine)) => {
+            engine.inner().downcast_ref::<postgres::Error>()
+        }
         _ => None,
     }
 }

@@ -3,15 +3,16 @@
 //! that grows with the ledger. The password in a URL is never written anywhere: not in a
 //! [`Location`], an error, or a log.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use postgres::config::Host;
+use postgres::error::Severity;
 use postgres::NoTls;
-use r2d2_postgres::PostgresConnectionManager;
 
 use super::{for_the_owner, migrate, PgConn, Postgres};
 use crate::config::Config;
-use crate::error::{Error, InputError, Location, Result, StorageError};
+use crate::error::{Corruption, Error, InputError, Location, Result, StorageError};
 
 /// Where the ledger is, as it may be shown: the user, the hosts (a socket folder as `host=`),
 /// the ports and the database, and no password.
@@ -38,22 +39,36 @@ fn describe(config: &postgres::Config) -> Location {
     Location::Server(text)
 }
 
-/// The pool's connection manager: r2d2_postgres's, with three changes, as the SQLite engine's.
+/// The pool's connection manager, with four things r2d2_postgres's lacks:
 ///
-/// * Its first connection is the setup connection [`Postgres::open`] checked and migrated.
-/// * A read-only handle's connections refuse every write (`default_transaction_read_only`).
-/// * Each connection carries the statements prepared on it.
+/// * its first connection is the setup connection [`Postgres::open`] checked and migrated;
+/// * every connection carries the statements prepared on it, and the warnings the server sent
+///   on it (each connection has a notice callback of its own, so that a warning is tied to the
+///   connection, and so to the transaction, it came on);
+/// * checking a connection out costs no round trip: one known closed, or marked broken by an
+///   operation that met a server gone away, is dropped instead of handed out. A connection the
+///   server ended while it sat idle is found out by the first statement sent on it, which
+///   fails before anything was written, and the operation runs again on a fresh connection
+///   (`failover.rs`): asking the server on each checkout would double the round trips of a
+///   read;
+/// * each connection is set up as the ledger needs (see [`configure`]).
 pub(super) struct Manager {
-    inner: PostgresConnectionManager<NoTls>,
+    config: postgres::Config,
+    location: Location,
     first: Mutex<Option<PgConn>>,
     read_only: bool,
+    /// The config's busy timeout, as `lock_timeout` takes it.
+    lock_timeout: String,
 }
+
+/// The shortest wait for a connection from the pool.
+pub(super) const SHORTEST_WAIT: Duration = Duration::from_millis(50);
 
 impl r2d2::ManageConnection for Manager {
     type Connection = PgConn;
-    type Error = postgres::Error;
+    type Error = Error;
 
-    fn connect(&self) -> Result<PgConn, postgres::Error> {
+    fn connect(&self) -> Result<PgConn> {
         // A poisoned lock only means a thread panicked holding it: the slot is full or empty.
         let first = self
             .first
@@ -63,31 +78,72 @@ impl r2d2::ManageConnection for Manager {
         if let Some(conn) = first {
             return Ok(conn);
         }
-        let mut client = self.inner.connect()?;
-        configure(&mut client, self.read_only)?;
-        Ok(PgConn {
-            client,
-            statements: Default::default(),
-        })
+        let (conn, standby) = connect(&self.config, self.read_only, &self.lock_timeout)?;
+        // A handle that writes takes no connection to a standby, which would refuse its writes.
+        if standby && !self.read_only {
+            return Err(StorageError::Standby(self.location.clone()).into());
+        }
+        Ok(conn)
     }
 
-    fn is_valid(&self, conn: &mut PgConn) -> Result<(), postgres::Error> {
-        self.inner.is_valid(&mut conn.client)
+    fn is_valid(&self, conn: &mut PgConn) -> Result<()> {
+        if conn.broken || conn.client.is_closed() {
+            return Err(Corruption::new("a broken connection was checked out").into());
+        }
+        Ok(())
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {
-        self.inner.has_broken(&mut conn.client)
+        conn.broken || conn.client.is_closed()
     }
 }
 
-/// The session settings of every connection: UTC, so that a time read back is the time stored
-/// whatever the server's zone; and, for a read-only handle, no write at all.
-fn configure(client: &mut postgres::Client, read_only: bool) -> Result<(), postgres::Error> {
-    client.batch_execute("SET TIME ZONE 'UTC'")?;
-    if read_only {
-        client.batch_execute("SET default_transaction_read_only = on")?;
-    }
-    Ok(())
+/// A new connection as the pool's connections are, its warnings collected, and whether its
+/// server is a standby.
+fn connect(
+    config: &postgres::Config,
+    read_only: bool,
+    lock_timeout: &str,
+) -> Result<(PgConn, bool)> {
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let mut config = config.clone();
+    let sink = Arc::clone(&warnings);
+    config.notice_callback(move |notice| {
+        if notice.parsed_severity() == Some(Severity::Warning) {
+            let said = match notice.detail() {
+                Some(detail) => format!("{} ({detail})", notice.message()),
+                None => notice.message().to_owned(),
+            };
+            sink.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(said);
+        }
+    });
+    let mut client = config.connect(NoTls)?;
+    let standby = configure(&mut client, read_only, lock_timeout)?;
+    let conn = PgConn {
+        client,
+        statements: Default::default(),
+        warnings,
+        broken: false,
+    };
+    Ok((conn, standby))
+}
+
+/// The session settings of every connection, in one statement: UTC, so that a time read back
+/// is the time stored whatever the server's zone; `lock_timeout`, how long a writer waits for
+/// the ledger's lock (and any statement for a lock); and, for a read-only handle, no write at
+/// all. It also says whether the server is a standby (in recovery).
+const CONFIGURE: &str = "SELECT set_config('TimeZone', 'UTC', false),
+            set_config('lock_timeout', $1, false),
+            set_config('default_transaction_read_only', $2, false),
+            pg_is_in_recovery() AS standby";
+
+/// Sets a connection up; returns whether its server is a standby.
+fn configure(client: &mut postgres::Client, read_only: bool, lock_timeout: &str) -> Result<bool> {
+    let read_only = if read_only { "on" } else { "off" };
+    let row = client.query_one(CONFIGURE, &[&lock_timeout, &read_only])?;
+    Ok(row.try_get("standby")?)
 }
 
 /// Refuses settings the pool cannot take, before anything is opened.
@@ -112,13 +168,16 @@ impl Postgres {
         })?;
         refuse_hosts_holding_a_password(&pg)?;
         let location = describe(&pg);
-        let mut client = pg
-            .connect(NoTls)
-            .map_err(|e| connect_failure(Error::from(e), &location))?;
-        configure(&mut client, config.read_only)?;
-        match migrate::check(&mut client, &location)? {
+        let lock_timeout = format!("{}ms", config.busy_timeout.as_millis().max(1));
+        let (mut setup, standby) = connect(&pg, config.read_only, &lock_timeout)
+            .map_err(|e| connect_failure(e, &location))?;
+        if standby && !config.read_only {
+            return Err(StorageError::Standby(location).into());
+        }
+        let client = &mut setup.client;
+        match migrate::check(client, &location)? {
             migrate::Found::Ledger { version } if version == migrate::supported_version() => {
-                if !config.read_only && !may_write(&mut client)? {
+                if !config.read_only && !may_write(client)? {
                     return Err(StorageError::ReadOnly(location).into());
                 }
             }
@@ -126,27 +185,31 @@ impl Postgres {
             migrate::Found::Empty if !config.create_if_missing => {
                 return Err(StorageError::NoLedger(location).into())
             }
-            _ => migrate::run(&mut client, &location).map_err(for_the_owner)?,
+            _ => migrate::run(client, &location).map_err(for_the_owner)?,
         }
         let manager = Manager {
-            inner: PostgresConnectionManager::new(pg, NoTls),
-            first: Mutex::new(Some(PgConn {
-                client,
-                statements: Default::default(),
-            })),
+            config: pg,
+            location: location.clone(),
+            first: Mutex::new(Some(setup)),
             read_only: config.read_only,
+            lock_timeout,
         };
-        // As the SQLite engine's pool: no check on checkout, connections opened when needed.
+        // Connections are opened when needed, and checked out without a round trip (see
+        // [`Manager`]). The pool retries a connection it could not open after a pause that
+        // doubles up to half its `connection_timeout`: a second here, so that a failover's new
+        // primary is found within half a second of taking connections. Callers wait for a
+        // connection as long as their failover wait allows (`failover.rs`), not this long.
         let pool = r2d2::Pool::builder()
             .max_size(config.pool_size)
             .min_idle(Some(0))
-            .test_on_check_out(false)
+            .test_on_check_out(true)
+            .connection_timeout(Duration::from_secs(1))
             .build(manager)?;
         Ok(Postgres {
             pool,
             location,
             read_only: config.read_only,
-            lock_timeout: format!("{}ms", config.busy_timeout.as_millis().max(1)),
+            failover_wait: config.failover_wait,
         })
     }
 }

@@ -7,11 +7,13 @@ use postgres::Row;
 
 use super::columns::{depth, level, posture_columns, posture_of, Time};
 use super::sessions::subtree_walk;
+use super::writes::Held;
 use super::{Conn, Tx};
 use crate::error::{Corruption, Result};
-use crate::model::{Id, Posture, PostureLevel, PostureSource};
+use crate::model::{Id, Posture, PostureLevel, PostureSource, Scope};
 use crate::storage::{
-    DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Revoke, SubtreePosture,
+    DecisionFacts, HeldPosture, NewEpoch, PatternRow, PostureReads, PostureWrites, Revoke,
+    SubtreePosture,
 };
 
 /// The current epoch: the highest.
@@ -24,11 +26,28 @@ pub(super) const POSTURE: &str = concat!(
     " FROM postures AS p WHERE p.session_id = $1"
 );
 
-/// Whether a session ended, and its posture row: two primary-key searches.
+/// Everything a decision reads, in one statement: whether the session ended, its posture row,
+/// its command patterns (as three arrays in one order: oldest first, then by text; NULL for
+/// none), and its scope live at `$2` that lasts longest. Primary-key searches and two ranges of
+/// the session's own rows, each joined `LATERAL` with `OFFSET 0` so that it stays one.
 pub(super) const DECISION_FACTS: &str = concat!(
     "SELECT s.ended_at IS NOT NULL AS ended, ",
     posture_columns!(),
-    "  FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
+    ",      cp.patterns, cp.added_by, cp.added_at,
+            sc.session_id AS scope_session, sc.name AS scope_name,
+            sc.granted_by AS scope_granted_by, sc.granted_at AS scope_granted_at,
+            sc.expires_at AS scope_expires_at, sc.revoked_at AS scope_revoked_at
+       FROM sessions AS s
+       LEFT JOIN postures AS p ON p.session_id = s.id
+       LEFT JOIN LATERAL (
+            SELECT array_agg(pattern ORDER BY added_at, pattern) AS patterns,
+                   array_agg(added_by ORDER BY added_at, pattern) AS added_by,
+                   array_agg(added_at ORDER BY added_at, pattern) AS added_at
+              FROM command_patterns WHERE session_id = s.id OFFSET 0) AS cp ON true
+       LEFT JOIN LATERAL (
+            SELECT * FROM override_scopes
+             WHERE session_id = s.id AND revoked_at IS NULL AND expires_at > $2
+             ORDER BY expires_at DESC, name LIMIT 1) AS sc ON true
       WHERE s.id = $1"
 );
 
@@ -107,13 +126,40 @@ impl PostureReads for Conn<'_> {
         }
     }
 
-    fn decision_facts(&mut self, id: Id<'_>) -> Result<Option<DecisionFacts>> {
-        let Some(row) = self.row(DECISION_FACTS, &[&id.as_str()])? else {
+    fn decision_facts(&mut self, id: Id<'_>, now: Time) -> Result<Option<DecisionFacts>> {
+        let Some(row) = self.row(DECISION_FACTS, &[&id.as_str(), &now])? else {
             return Ok(None);
+        };
+        let patterns: Option<Vec<String>> = row.try_get("patterns")?;
+        let added_by: Option<Vec<String>> = row.try_get("added_by")?;
+        let added_at: Option<Vec<Time>> = row.try_get("added_at")?;
+        let patterns = patterns
+            .unwrap_or_default()
+            .into_iter()
+            .zip(added_by.unwrap_or_default())
+            .zip(added_at.unwrap_or_default())
+            .map(|((pattern, added_by), added_at)| PatternRow {
+                pattern,
+                added_by,
+                added_at,
+            })
+            .collect();
+        let live_scope = match row.try_get::<_, Option<String>>("scope_session")? {
+            Some(session) => Some(Scope {
+                session,
+                name: row.try_get("scope_name")?,
+                granted_by: row.try_get("scope_granted_by")?,
+                granted_at: row.try_get("scope_granted_at")?,
+                expires_at: row.try_get("scope_expires_at")?,
+                revoked_at: row.try_get("scope_revoked_at")?,
+            }),
+            None => None,
         };
         Ok(Some(DecisionFacts {
             ended: row.try_get("ended")?,
             posture: posture_of(&row)?,
+            patterns,
+            live_scope,
         }))
     }
 
@@ -222,6 +268,24 @@ impl PostureWrites for Tx<'_> {
             )?)),
             None => Ok(None),
         }
+    }
+
+    /// Held, and written with the transaction's next statement (`writes.rs`): a create's
+    /// copy becomes one statement with its child and its audit row.
+    fn inherit_known_posture(
+        &mut self,
+        child: Id<'_>,
+        creator: Id<'_>,
+        at: Time,
+        expected: Option<PostureLevel>,
+    ) -> Result<()> {
+        self.read.held.push(Held::Inherit {
+            child: child.as_str().to_owned(),
+            creator: creator.as_str().to_owned(),
+            at,
+            expected,
+        });
+        Ok(())
     }
 
     fn revoke_postures(&mut self, which: Revoke<'_>) -> Result<Vec<HeldPosture>> {

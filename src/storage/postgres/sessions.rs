@@ -3,12 +3,15 @@
 //! The bounds on creating and the recording of spawned ids are the sessions concept's.
 
 use super::columns::{
-    depth, int, posture_columns, posture_of, session_columns, session_of, taint, Time,
+    depth, int, level, posture_columns, posture_of, session_columns, session_of, taint, Time,
 };
+use super::writes::Held;
 use super::{Conn, Tx};
 use crate::error::Result;
 use crate::model::{Id, Label, Session};
-use crate::storage::{CreationCounts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop};
+use crate::storage::{
+    CreationCounts, CreationFacts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop,
+};
 
 /// The session with this id, ended or not: a primary-key search.
 pub(super) const SESSION: &str = concat!(
@@ -105,13 +108,26 @@ pub(super) const FOREST: &str = tree_view!(
      LEFT JOIN postures AS p ON p.session_id = s.id"
 );
 
-/// What the creation bounds count about a creator's created children: how many are live (the
-/// partial index `sessions_live_children` holds only those), and how many were created at or
-/// after `$2` (a range of `sessions_by_creator`).
-pub(super) const CREATION_COUNTS: &str = "SELECT (SELECT count(*) FROM sessions
+/// What a create reads about its creator and its new id, in one statement and one row: the
+/// creator's session row (all NULL when it is not recorded), whether the new id is taken, what
+/// the creation bounds count of the creator's created children (how many are live, from the
+/// partial index `sessions_live_children`, which holds only those; how many were created at or
+/// after `$3`, a range of `sessions_by_creator`), and the posture level the creator holds in
+/// the current epoch, which the child will inherit. Primary-key searches and two index ranges.
+pub(super) const CREATION_FACTS: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    ",
+            EXISTS (SELECT 1 FROM sessions WHERE id = $2) AS taken,
+            (SELECT count(*) FROM sessions
               WHERE created_by = $1 AND origin = 'created' AND ended_at IS NULL) AS live,
             (SELECT count(*) FROM sessions
-              WHERE created_by = $1 AND origin = 'created' AND created_at >= $2) AS in_window";
+              WHERE created_by = $1 AND origin = 'created' AND created_at >= $3) AS in_window,
+            (SELECT posture FROM postures
+              WHERE session_id = $1 AND epoch = (SELECT max(epoch) FROM epochs))
+              AS creator_posture
+       FROM (SELECT 1) AS one LEFT JOIN sessions AS s ON s.id = $1"
+);
 
 fn sessions(conn: &mut Conn<'_>, sql: &'static str, id: Id<'_>) -> Result<Vec<Session>> {
     conn.rows(sql, &[&id.as_str()])?
@@ -165,17 +181,32 @@ impl SessionReads for Conn<'_> {
         Ok(out)
     }
 
-    fn creation_counts(&mut self, creator: Id<'_>, since: Time) -> Result<CreationCounts> {
+    fn creation_facts(
+        &mut self,
+        creator: Id<'_>,
+        child: Id<'_>,
+        since: Time,
+    ) -> Result<CreationFacts> {
         let row = self
-            .row(CREATION_COUNTS, &[&creator.as_str(), &since])?
-            .ok_or_else(|| crate::error::Corruption::new("a count returned no row"))?;
+            .row(
+                CREATION_FACTS,
+                &[&creator.as_str(), &child.as_str(), &since],
+            )?
+            .ok_or_else(|| crate::error::Corruption::new("a create's read returned no row"))?;
         let count = |name: &str| -> Result<u32> {
             let n: i64 = row.try_get(name)?;
             Ok(u32::try_from(n).unwrap_or(u32::MAX))
         };
-        Ok(CreationCounts {
-            live: count("live")?,
-            in_window: count("in_window")?,
+        let recorded: Option<String> = row.try_get("id")?;
+        let posture: Option<String> = row.try_get("creator_posture")?;
+        Ok(CreationFacts {
+            creator: recorded.map(|_| session_of(&row)).transpose()?,
+            taken: row.try_get("taken")?,
+            counts: CreationCounts {
+                live: count("live")?,
+                in_window: count("in_window")?,
+            },
+            creator_posture: posture.map(|p| level(creator.as_str(), &p)).transpose()?,
         })
     }
 }
@@ -199,18 +230,15 @@ pub(super) const END_WITH_SPAWNED: &str = "WITH RECURSIVE spawned (id) AS (
      RETURNING id, depth";
 
 impl SessionWrites for Tx<'_> {
+    /// Held, and written with the transaction's next statement (`writes.rs`).
     fn insert_session(&mut self, new: &NewSession<'_>) -> Result<()> {
-        let created_by = new.created_by.map(Id::as_str);
-        self.read.execute(
-            INSERT,
-            &[
-                &new.id.as_str(),
-                &created_by,
-                &int(new.depth),
-                &new.origin.as_str(),
-                &new.at,
-            ],
-        )?;
+        self.read.held.push(Held::Session {
+            id: new.id.as_str().to_owned(),
+            created_by: new.created_by.map(|c| c.as_str().to_owned()),
+            depth: int(new.depth),
+            origin: new.origin.as_str(),
+            at: new.at,
+        });
         Ok(())
     }
 

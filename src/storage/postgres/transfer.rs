@@ -37,7 +37,7 @@ impl ExportReads for Conn<'_> {
             table.key()
         );
         let none = std::iter::empty::<&(dyn ToSql + Sync)>();
-        self.write_appended()?;
+        self.flush()?;
         let mut rows = match &mut self.on {
             On::Client(client) => client.query_raw(sql.as_str(), none)?,
             On::Transaction(tx) => tx.query_raw(sql.as_str(), none)?,
@@ -215,11 +215,12 @@ impl Import for Tx<'_> {
             arrays = arrays_in.join(", "),
         );
         let params: Vec<&(dyn ToSql + Sync)> = arrays.iter().map(|a| a.as_ref()).collect();
-        self.read.write_appended()?;
-        let On::Transaction(tx) = &mut self.read.on else {
-            return Err(Corruption::new("an import ran outside its transaction").into());
+        self.read.flush()?;
+        // Unprepared: each table's statement runs once per batch of a one-off copy.
+        let written = match &mut self.read.on {
+            On::Client(client) => client.execute(sql.as_str(), &params)?,
+            On::Transaction(tx) => tx.execute(sql.as_str(), &params)?,
         };
-        let written = tx.execute(sql.as_str(), &params)?;
         if written != rows.len() as u64 {
             return Err(Corruption::new(format!(
                 "{} of {} copied rows of {} were written",

@@ -13,7 +13,8 @@ use crate::clock::format_ts;
 use crate::error::{Corruption, Result};
 use crate::model::{Id, Posture, PostureLevel, PostureSource};
 use crate::storage::{
-    DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Revoke, SubtreePosture,
+    DecisionFacts, GrantReads, HeldPosture, NewEpoch, PostureReads, PostureWrites, Revoke,
+    SubtreePosture,
 };
 
 /// The current epoch: the highest.
@@ -111,15 +112,21 @@ impl PostureReads for Conn<'_> {
         }
     }
 
-    fn decision_facts(&mut self, id: Id<'_>) -> Result<Option<DecisionFacts>> {
+    fn decision_facts(&mut self, id: Id<'_>, now: DateTime<Utc>) -> Result<Option<DecisionFacts>> {
         let mut stmt = self.conn.prepare_cached(DECISION_FACTS)?;
         let mut rows = stmt.query(named_params! { ":id": id.as_str() })?;
         let Some(row) = rows.next()? else {
             return Ok(None);
         };
+        let (ended, posture) = (row.get("ended")?, posture_of(row)?);
+        drop(rows);
+        drop(stmt);
+        // SQLite runs in the process: three statements cost what one would.
         Ok(Some(DecisionFacts {
-            ended: row.get("ended")?,
-            posture: posture_of(row)?,
+            ended,
+            posture,
+            patterns: self.patterns(id)?,
+            live_scope: self.live_scope(id, now)?,
         }))
     }
 

@@ -10,7 +10,10 @@ use super::{Conn, Tx};
 use crate::clock::format_ts;
 use crate::error::Result;
 use crate::model::{Id, Label, Session};
-use crate::storage::{CreationCounts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop};
+use crate::storage::{
+    CreationCounts, CreationFacts, NewSession, PostureReads, SessionReads, SessionWrites, TreeRow,
+    TreeTop,
+};
 
 /// Runs a statement returning sessions.
 fn sessions(conn: &rusqlite::Connection, sql: &str, id: Id<'_>) -> Result<Vec<Session>> {
@@ -171,15 +174,30 @@ impl SessionReads for Conn<'_> {
         Ok(out)
     }
 
-    fn creation_counts(&mut self, creator: Id<'_>, since: DateTime<Utc>) -> Result<CreationCounts> {
+    fn creation_facts(
+        &mut self,
+        creator: Id<'_>,
+        child: Id<'_>,
+        since: DateTime<Utc>,
+    ) -> Result<CreationFacts> {
+        // SQLite runs in the process: four statements cost what one would.
+        let recorded = self.session(creator)?;
+        let taken = self.session(child)?.is_some();
         let mut stmt = self.conn.prepare_cached(CREATION_COUNTS)?;
         let params = named_params! { ":creator": creator.as_str(), ":since": format_ts(since) };
-        Ok(stmt.query_row(params, |row| {
+        let counts = stmt.query_row(params, |row| {
             Ok(CreationCounts {
                 live: row.get("live")?,
                 in_window: row.get("in_window")?,
             })
-        })?)
+        })?;
+        let posture = self.posture(creator)?;
+        Ok(CreationFacts {
+            creator: recorded,
+            taken,
+            counts,
+            creator_posture: posture.filter(|p| p.current).map(|p| p.level),
+        })
     }
 }
 

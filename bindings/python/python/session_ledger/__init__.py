@@ -26,6 +26,7 @@ from ._errors import (
     Conflict,
     CorruptionError,
     CreationRefused,
+    DurabilityUnknown,
     InvalidInput,
     LedgerError,
     StalePreview,
@@ -129,6 +130,7 @@ __all__ = [
     "StalePreview",
     "CreationRefused",
     "StorageError",
+    "DurabilityUnknown",
     "CorruptionError",
 ]
 __all__ += ["LevelNode", "TreeLevel"]

@@ -27,6 +27,7 @@ from ._errors import (
     Conflict as Conflict,
     CorruptionError as CorruptionError,
     CreationRefused as CreationRefused,
+    DurabilityUnknown as DurabilityUnknown,
     InvalidInput as InvalidInput,
     LedgerError as LedgerError,
     StalePreview as StalePreview,
@@ -74,6 +75,7 @@ __all__ = [
     "StalePreview",
     "CreationRefused",
     "StorageError",
+    "DurabilityUnknown",
     "CorruptionError",
 ]
 

@@ -10,7 +10,9 @@ They follow the Rust library's ``Error``, by what the caller can do about a fail
   ``Conflict`` itself, told apart by ``kind``. Nothing was written.
 - ``CreationRefused``: a creation bound refused a create; ``reason`` says which. Nothing was
   created; the refusal was recorded in the audit trail.
-- ``StorageError``: the database cannot serve the request.
+- ``StorageError``: the database cannot serve the request. Its subclass ``DurabilityUnknown``
+  is a write that reached its commit without the ledger being able to vouch for it: it may or
+  may not last, and must not be run again before looking (``seq`` and ``hash`` name it).
 - ``CorruptionError``: the data breaks one of the ledger's invariants.
 
 Every one carries the Rust error's message (``str(e)``, ``e.message``) and its stable
@@ -30,6 +32,7 @@ __all__ = [
     "StalePreview",
     "CreationRefused",
     "StorageError",
+    "DurabilityUnknown",
     "CorruptionError",
 ]
 
@@ -105,8 +108,37 @@ class StorageError(LedgerError):
     """The database cannot serve the request.
 
     ``kind`` says why: ``"no_ledger"``, ``"not_a_ledger"``, ``"schema_too_new"``,
-    ``"read_only"``, or ``"storage"`` for a failure of the engine underneath.
+    ``"read_only"``, or ``"storage"`` for a failure of the engine underneath; on PostgreSQL
+    also ``"standby"`` (the server reached takes no writes), ``"unavailable"`` (no server took
+    the operation within the failover wait; nothing was written), ``"not_committed"`` (the
+    connection was lost during a write's commit, and the ledger found the write not done:
+    running it again is safe), and ``"durability_unknown"``, raised as ``DurabilityUnknown``.
     """
+
+
+class DurabilityUnknown(StorageError):
+    """A write reached its commit, and whether it lasts is unknown.
+
+    The server committed it but could not confirm it on its synchronous standby (the wait was
+    cancelled), or the connection was lost during the commit and no server could say whether it
+    was done. It may be in the ledger now and gone after a failover. Do not run it again
+    blindly: look for it first. ``seq`` and ``hash`` are its newest audit row, which no other
+    write has: ``ledger.verify_from(AuditHead.parse(f"{e.seq}:{e.hash}"))`` passes while it is in
+    the trail.
+    """
+
+    seq: int
+    hash: str
+
+    def __init__(
+        self, message: str, kind: str = "durability_unknown", seq: int = 0, hash: str = ""
+    ) -> None:
+        super().__init__(message, kind)
+        self.seq = seq
+        self.hash = hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.kind, self.seq, self.hash))
 
 
 class CorruptionError(LedgerError):
@@ -125,6 +157,7 @@ for _class in (
     StalePreview,
     CreationRefused,
     StorageError,
+    DurabilityUnknown,
     CorruptionError,
 ):
     _class.__module__ = "session_ledger"

@@ -20,7 +20,7 @@
 
 use postgres::{Client, NoTls};
 
-use super::{audit, grants, labels, levels, postures, sessions, tree};
+use super::{audit, commit, grants, labels, levels, postures, sessions, tree, writes};
 use crate::config::{Config, Synchronous};
 use crate::{Ledger, PostureLevel, Propagation, Raise, Taint};
 
@@ -34,9 +34,16 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("first read, create: inherit the posture", postures::INHERIT),
         ("raise: the stored label", labels::LABEL),
         ("raise: store it", labels::RAISE),
-        ("create: bounds", sessions::CREATION_COUNTS),
+        (
+            "create: creator, id, bounds, posture",
+            sessions::CREATION_FACTS,
+        ),
+        ("create: child, posture, audit row", writes::CREATE_CHILD),
         ("create root: its label", labels::INSERT_BORN),
-        ("decide: ended and posture", postures::DECISION_FACTS),
+        (
+            "decide: ended, posture, patterns, scope",
+            postures::DECISION_FACTS,
+        ),
         ("decide: live scope", grants::LIVE_SCOPE),
         ("decide, pattern list: patterns", grants::PATTERNS),
         ("scope list, explain: scopes", grants::SCOPES),
@@ -73,6 +80,11 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ),
         ("cascade revoke", postures::REVOKE_SUBTREE),
         ("audit: the head", audit::HEAD),
+        (
+            "write: the head, once the lock is held",
+            audit::HEAD_AT_LOCK,
+        ),
+        ("a lost commit: its audit row", commit::FIND_WRITTEN),
         ("audit: the newest time", audit::LATEST_TIME),
         ("audit: append", audit::APPEND),
         ("audit: append many", audit::APPEND_MANY),
