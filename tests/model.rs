@@ -1,6 +1,6 @@
 //! A model-based test (issue 6): random sequences of operations run against a real ledger and
-//! against a plain in-memory model of the brief's rules (L1-L5, P1-P5, R1, R2, R4, S1, S2 and,
-//! as a count of rows, A1), compared after every step; a divergence fails with the sequence
+//! against a plain in-memory model of the rules in docs/design.md (L1-L5, P1-P5, R1, R2, R4, S1,
+//! S2 and, as a count of rows, A1), compared after every step; a divergence fails with the sequence
 //! proptest has shrunk, printed as the concrete operations run.
 //!
 //! Each case is a fresh ledger file (a copy of a freshly migrated ledger, in `/dev/shm` when
@@ -22,8 +22,8 @@
 //! scope the ledger holds is compared with the model through the read-only API, and at the end
 //! of each case the audit chain must verify.
 //!
-//! Where the brief and the code's documentation differ, the model follows the documentation
-//! (doc comments and docs/design.md).
+//! Where the rules' wording and the code's documentation differ, the model follows the
+//! documentation (doc comments and the rest of docs/design.md).
 //!
 //! The test runs on each engine (`sqlite::…`, `postgres::…`). `MODEL_CASES=N` sets the number
 //! of sequences on SQLite (default 1,000), `MODEL_CASES_POSTGRES=N` on PostgreSQL (default 100).
@@ -87,7 +87,7 @@ fn config(clock: &Arc<ManualClock>, durable: bool) -> Config {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Ids, by the brief's words (S1 and "spawned child"), written here independently of the crate.
+// Ids, by the rules' words (S1 and "spawned child"), written here independently of the crate.
 
 fn id_problem(id: &str) -> Option<IdProblem> {
     let b = id.as_bytes();
@@ -1027,7 +1027,7 @@ impl Model {
 // Operations and their generators.
 
 /// Root ids: `sub-x` is not a spawned id (nothing after a last `-`), but `sub-sub-x-1` is one
-/// of it; `mm-thread` is the brief's example.
+/// of it; `mm-thread` is docs/design.md's example.
 const ROOTS: &[&str] = &["a", "b", "sub-x", "mm-thread"];
 /// Child ids: `c0-1` makes `sub-c0-1-2` a spawned id of `c0-1`, not of `c0`.
 const CHILDREN: &[&str] = &["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c0-1"];

@@ -464,7 +464,8 @@ impl SignedCheckpoint {
     }
 
     /// Reads a checkpoint note without verifying any signature (for a proof against it, whose
-    /// reader verifies); [`SignedCheckpoint::open`] verifies.
+    /// reader verifies); [`Ledger::verify_checkpoint`](crate::Ledger::verify_checkpoint) verifies
+    /// it.
     ///
     /// # Errors
     ///

@@ -58,8 +58,9 @@ fn leaf_of_fields(
     h.finalize().into()
 }
 
-/// The leaf hash of an audit row as listed: as [`leaf_of`], with the detail as the library
-/// writes it (compact JSON) and the time in its stored form.
+/// The leaf hash of an audit row as listed: SHA-256 of `0x00` and the bytes its chain hash
+/// covers, with the detail as the library writes it (compact JSON) and the time in its stored
+/// form.
 pub fn audit_leaf(entry: &AuditEntry) -> Hash {
     leaf_of_fields(
         &entry.prev_hash,
