@@ -9,7 +9,8 @@ use chrono::{DateTime, Utc};
 use postgres::Row;
 
 use crate::error::{Corruption, Error, Result};
-use crate::model::{Origin, Posture, PostureLevel, PostureSource, Session, Taint};
+use crate::model::{Label, Origin, Posture, PostureLevel, PostureSource, Session, Taint};
+use crate::storage::TreeRow;
 
 /// The columns [`session_of`] reads, from a relation named `s`.
 macro_rules! session_columns {
@@ -100,3 +101,22 @@ pub(super) fn int(n: u32) -> i32 {
 
 /// A time as the library passes it: the type the server's `timestamptz` maps to.
 pub(super) type Time = DateTime<Utc>;
+
+/// A row of the tree: a session by the [`session_columns!`], its stored label as `taint` and
+/// `untrusted` (both null when it has none), and its posture by the [`posture_columns!`].
+pub(super) fn tree_row_of(row: &Row) -> Result<TreeRow> {
+    let session = session_of(row)?;
+    let stored: Option<String> = row.try_get("taint")?;
+    let label = match (stored, row.try_get::<_, Option<bool>>("untrusted")?) {
+        (Some(word), Some(untrusted)) => Some(Label {
+            taint: taint(&session.id, &word)?,
+            untrusted,
+        }),
+        _ => None,
+    };
+    Ok(TreeRow {
+        label,
+        posture: posture_of(row)?,
+        session,
+    })
+}

@@ -3,11 +3,11 @@
 //!
 //! Which label a session that is not materialized shows is the sessions concept's.
 
-use super::columns::{posture_columns, posture_of, session_columns, session_of, taint};
+use super::columns::{posture_columns, session_columns, tree_row_of};
 use super::Conn;
 use crate::error::Result;
-use crate::model::{Id, Label};
-use crate::storage::{LevelPage, LevelReads, LevelRow, TreeRow};
+use crate::model::Id;
+use crate::storage::{LevelPage, LevelReads, LevelRow};
 
 /// A page of one level: the sessions `$level` selects, the next `$limit` in
 /// `sessions_by_creator`'s order (`created_by`, `created_at`), ties by `seq`, found in a
@@ -73,22 +73,9 @@ impl LevelReads for Conn<'_> {
         };
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            let session = session_of(row)?;
-            let stored: Option<String> = row.try_get("taint")?;
-            let label = match (stored, row.try_get::<_, Option<bool>>("untrusted")?) {
-                (Some(word), Some(untrusted)) => Some(Label {
-                    taint: taint(&session.id, &word)?,
-                    untrusted,
-                }),
-                _ => None,
-            };
             out.push(LevelRow {
                 has_children: row.try_get("has_children")?,
-                row: TreeRow {
-                    label,
-                    posture: posture_of(row)?,
-                    session,
-                },
+                row: tree_row_of(row)?,
             });
         }
         Ok(out)

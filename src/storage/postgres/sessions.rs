@@ -3,12 +3,12 @@
 //! The bounds on creating and the recording of spawned ids are the sessions concept's.
 
 use super::columns::{
-    depth, int, level, posture_columns, posture_of, session_columns, session_of, taint, Time,
+    depth, int, level, posture_columns, session_columns, session_of, tree_row_of, Time,
 };
 use super::writes::Held;
 use super::{Conn, Tx};
 use crate::error::Result;
-use crate::model::{Id, Label, Session};
+use crate::model::{Id, Session};
 use crate::storage::{
     CreationCounts, CreationFacts, NewSession, SessionReads, SessionWrites, TreeRow, TreeTop,
 };
@@ -163,20 +163,7 @@ impl SessionReads for Conn<'_> {
         };
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            let session = session_of(row)?;
-            let stored: Option<String> = row.try_get("taint")?;
-            let label = match (stored, row.try_get::<_, Option<bool>>("untrusted")?) {
-                (Some(word), Some(untrusted)) => Some(Label {
-                    taint: taint(&session.id, &word)?,
-                    untrusted,
-                }),
-                _ => None,
-            };
-            out.push(TreeRow {
-                label,
-                posture: posture_of(row)?,
-                session,
-            });
+            out.push(tree_row_of(row)?);
         }
         Ok(out)
     }

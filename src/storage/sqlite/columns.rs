@@ -9,7 +9,8 @@ use rusqlite::Row;
 
 use crate::clock::parse_ts;
 use crate::error::{Corruption, Error, Result};
-use crate::model::{Origin, Posture, PostureLevel, PostureSource, Session, Taint};
+use crate::model::{Label, Origin, Posture, PostureLevel, PostureSource, Session, Taint};
+use crate::storage::TreeRow;
 
 /// The columns [`session_of`] reads; a macro so that the statements are `concat!` literals,
 /// not strings formatted on every call.
@@ -113,4 +114,23 @@ pub(super) fn opt_time(column: &str, value: Option<String>) -> Result<Option<Dat
 pub(super) fn depth(id: &str, depth: i64) -> Result<u32> {
     u32::try_from(depth)
         .map_err(|_| Corruption::new(format!("session {id:?} has depth {depth}")).into())
+}
+
+/// A row of the tree: a session by the [`session_columns!`], its stored label as `taint` and
+/// `untrusted` (both null when it has none), and its posture by the [`posture_columns!`].
+pub(super) fn tree_row_of(row: &Row<'_>) -> Result<TreeRow> {
+    let session = session_of(row)?;
+    let stored: Option<String> = row.get("taint")?;
+    let label = match (stored, row.get::<_, Option<bool>>("untrusted")?) {
+        (Some(word), Some(untrusted)) => Some(Label {
+            taint: taint(&session.id, &word)?,
+            untrusted,
+        }),
+        _ => None,
+    };
+    Ok(TreeRow {
+        label,
+        posture: posture_of(row)?,
+        session,
+    })
 }

@@ -2,11 +2,11 @@
 //!
 //! Which label a session that is not materialized shows is the sessions concept's.
 
-use super::columns::{posture_columns, posture_of, session_of, taint};
+use super::columns::{posture_columns, tree_row_of};
 use super::Conn;
 use crate::error::Result;
-use crate::model::{Id, Label};
-use crate::storage::{LevelPage, LevelReads, LevelRow, TreeRow};
+use crate::model::Id;
+use crate::storage::{LevelPage, LevelReads, LevelRow};
 
 /// A page of one level: the sessions `$level` selects from `sessions AS s`, in the order of
 /// `sessions_by_creator` (`created_by`, `created_at`, and the rowid `seq` it ends with), so the
@@ -76,22 +76,9 @@ impl LevelReads for Conn<'_> {
         let mut rows = stmt.query(params.as_slice())?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
-            let session = session_of(row)?;
-            let stored: Option<String> = row.get("taint")?;
-            let label = match (stored, row.get::<_, Option<bool>>("untrusted")?) {
-                (Some(word), Some(untrusted)) => Some(Label {
-                    taint: taint(&session.id, &word)?,
-                    untrusted,
-                }),
-                _ => None,
-            };
             out.push(LevelRow {
                 has_children: row.get("has_children")?,
-                row: TreeRow {
-                    label,
-                    posture: posture_of(row)?,
-                    session,
-                },
+                row: tree_row_of(row)?,
             });
         }
         Ok(out)

@@ -5,11 +5,11 @@
 use chrono::{DateTime, Utc};
 use rusqlite::named_params;
 
-use super::columns::{posture_columns, posture_of, session_columns, session_of, taint};
+use super::columns::{posture_columns, session_columns, session_of, tree_row_of};
 use super::{Conn, Tx};
 use crate::clock::format_ts;
 use crate::error::Result;
-use crate::model::{Id, Label, Session};
+use crate::model::{Id, Session};
 use crate::storage::{
     CreationCounts, CreationFacts, NewSession, PostureReads, SessionReads, SessionWrites, TreeRow,
     TreeTop,
@@ -156,20 +156,7 @@ impl SessionReads for Conn<'_> {
         let mut rows = stmt.query(params.as_slice())?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
-            let session = session_of(row)?;
-            let stored: Option<String> = row.get("taint")?;
-            let label = match (stored, row.get::<_, Option<bool>>("untrusted")?) {
-                (Some(word), Some(untrusted)) => Some(Label {
-                    taint: taint(&session.id, &word)?,
-                    untrusted,
-                }),
-                _ => None,
-            };
-            out.push(TreeRow {
-                label,
-                posture: posture_of(row)?,
-                session,
-            });
+            out.push(tree_row_of(row)?);
         }
         Ok(out)
     }
