@@ -5,9 +5,9 @@
 #[macro_use]
 mod common;
 
-use common::{Engine, Fixture, TestResult};
+use common::{posture_source, Engine, Fixture, TestResult};
 use session_ledger::{
-    Conflict, Error, InputError, PostureLevel, PostureSource, Propagation, Raise, Taint, TreeLevel,
+    Conflict, Error, InputError, PostureLevel, Propagation, Raise, Taint, TreeLevel,
 };
 
 /// Each node of a page as `id taint untrusted materialized trust trust_reads source children`.
@@ -16,12 +16,7 @@ fn shown(level: &TreeLevel) -> Vec<String> {
         .nodes
         .iter()
         .map(|n| {
-            let source = match n.posture.as_ref().map(|p| (&p.source, p.current)) {
-                Some((PostureSource::Granted, true)) => "granted",
-                Some((PostureSource::Inherited, true)) => "inherited",
-                Some((_, false)) => "lapsed",
-                None => "-",
-            };
+            let source = posture_source(n.posture.as_ref());
             format!(
                 "{} {} {} {} {} {} {} {}",
                 n.session.id,

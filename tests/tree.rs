@@ -5,10 +5,8 @@
 mod common;
 
 use common::cli::ok_unchanged;
-use common::{Engine, Fixture, TestResult};
-use session_ledger::{
-    Conflict, Error, InputError, PostureLevel, PostureSource, Propagation, Raise, Taint,
-};
+use common::{posture_source, Engine, Fixture, TestResult};
+use session_ledger::{Conflict, Error, InputError, PostureLevel, Propagation, Raise, Taint};
 
 /// Each node as `id depth taint untrusted materialized trust trust_reads source`.
 fn view(f: &Fixture, id: &str) -> Result<Vec<String>, Error> {
@@ -16,12 +14,7 @@ fn view(f: &Fixture, id: &str) -> Result<Vec<String>, Error> {
         .tree(id)?
         .into_iter()
         .map(|n| {
-            let source = match n.posture.as_ref().map(|p| (&p.source, p.current)) {
-                Some((PostureSource::Granted, true)) => "granted",
-                Some((PostureSource::Inherited, true)) => "inherited",
-                Some((_, false)) => "lapsed",
-                None => "-",
-            };
+            let source = posture_source(n.posture.as_ref());
             format!(
                 "{} {} {} {} {} {} {} {}",
                 n.session.id,

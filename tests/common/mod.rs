@@ -15,7 +15,7 @@ pub mod stress;
 
 use std::path::{Path, PathBuf};
 
-use session_ledger::{Config, Ledger, Raise, Taint};
+use session_ledger::{Config, Ledger, Posture, PostureSource, Raise, Taint};
 use tempfile::TempDir;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -501,4 +501,15 @@ pub fn doc_query(name: &str) -> DocQuery {
         .into_iter()
         .find(|q| q.name == name)
         .unwrap_or_else(|| panic!("docs/audit.md has no query {name}"))
+}
+
+/// A posture as a tree view shows it in one word: `granted` or `inherited` while it counts,
+/// `lapsed` when its epoch has passed, `-` for none.
+pub fn posture_source(posture: Option<&Posture>) -> &'static str {
+    match posture.map(|p| (&p.source, p.current)) {
+        Some((PostureSource::Granted, true)) => "granted",
+        Some((PostureSource::Inherited, true)) => "inherited",
+        Some((_, false)) => "lapsed",
+        None => "-",
+    }
 }
