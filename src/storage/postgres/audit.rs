@@ -20,19 +20,15 @@ pub(super) const HEAD: &str =
 
 /// The newest row's seq, hash and time (in milliseconds since 1970, exact: times are stored
 /// to the millisecond), found as [`HEAD`] finds its hash: what a write transaction reads once,
-/// in its first batch, after the lock (`commit.rs`). It runs unprepared, so every value comes
-/// back as text, and the time in this form is read back whatever the server's `DateStyle`.
+/// in its first batch, after the lock (`commit.rs`). The schema's function
+/// `ledger_write_lock_and_head()` (migration V5) runs this statement, with its plan kept for
+/// the connection; the text here is for the tests that hold its plan and hold the function's
+/// body to it. The batch runs unprepared, so every value comes back as text, and the time in
+/// this form is read back whatever the server's `DateStyle`.
 #[cfg(test)]
-pub(super) const HEAD_AT_LOCK: &str = head_at_lock!();
-
-/// [`HEAD_AT_LOCK`]'s text, for the batch that runs it.
-macro_rules! head_at_lock {
-    () => {
-        "SELECT seq, hash, (extract(epoch FROM at) * 1000)::bigint AS at_ms
-           FROM audit WHERE seq = (SELECT max(seq) FROM audit)"
-    };
-}
-pub(super) use head_at_lock;
+pub(super) const HEAD_AT_LOCK: &str =
+    "SELECT seq, hash, (extract(epoch FROM at) * 1000)::bigint AS at_ms
+           FROM audit WHERE seq = (SELECT max(seq) FROM audit)";
 
 /// The trail's head as a write transaction knows it: read after the lock was taken, then
 /// moved by each row the transaction appends.

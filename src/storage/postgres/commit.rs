@@ -26,21 +26,19 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 
-use super::audit::{head_at_lock, Head};
+use super::audit::Head;
 use super::failover::{conflict, server_gone, Pause};
 use super::{write_lock, On, PgConn, Postgres, Tx, WRITE_ATTEMPTS};
 use crate::error::{Error, Result, StorageError};
 
-/// A write's first round trip: `BEGIN`, the ledger's lock, and then, holding it, the trail's
-/// head ([`super::audit::HEAD_AT_LOCK`]). Each statement of a batch reads what was committed
-/// when it starts, so the head is the one the writer before left. No value in it: it runs as
-/// one simple query.
-const BEGIN_WRITE: &str = concat!(
-    "BEGIN ISOLATION LEVEL READ COMMITTED; ",
-    write_lock!(),
-    "; ",
-    head_at_lock!()
-);
+/// A write's first round trip: `BEGIN`, then the schema's `ledger_write_lock_and_head()`
+/// (migration V5), which takes the ledger's lock ([`write_lock!`]'s) and, holding it, reads the
+/// trail's head ([`super::audit::HEAD_AT_LOCK`]) with a fresh snapshot, so the head is the one
+/// the writer before left. A function, so that the server keeps the head's plan for the
+/// connection instead of planning it for every write under the lock. No value in it: it runs
+/// as one simple query.
+const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; \
+     SELECT seq, hash, at_ms FROM ledger_write_lock_and_head()";
 
 /// An import's first batch, and a look-up's: `BEGIN` and the lock. An import writes the
 /// trail's rows as they come, so its transaction keeps no head.
@@ -258,7 +256,7 @@ fn begin(client: &mut postgres::Client, kind: Kind) -> Result<Option<Head>> {
         }
         Kind::Write => {
             let messages = client.simple_query(BEGIN_WRITE)?;
-            // The lock's row comes first; the head's (none for an empty trail) has `seq`.
+            // The head's row (none for an empty trail), the one row of the batch.
             let row = messages.iter().find_map(|m| match m {
                 postgres::SimpleQueryMessage::Row(row)
                     if row.columns().first().map(|c| c.name()) == Some("seq") =>

@@ -205,29 +205,44 @@ fn build(url: &str) -> crate::Result<()> {
     Ok(())
 }
 
-#[test]
-fn no_hot_statement_scans_a_table_that_grows() -> crate::Result<()> {
+/// The test server's owner connection, a new schema named `NAME_PID` in it, and a URL whose
+/// connections work in that schema; `None`, said to be skipped, without a server, and a
+/// failure then when one is required.
+fn schema_of_its_own(name: &str) -> crate::Result<Option<(Client, String, String)>> {
     let Ok(base) = std::env::var("SESSION_LEDGER_TEST_POSTGRES") else {
         use std::io::Write as _;
         let _ = writeln!(
             std::io::stderr(),
-            "\n*** SKIPPED: the PostgreSQL plan test: SESSION_LEDGER_TEST_POSTGRES is not set ***\n"
+            "\n*** SKIPPED: a PostgreSQL test ({name}): SESSION_LEDGER_TEST_POSTGRES is not set ***\n"
         );
         assert_ne!(
             std::env::var("SESSION_LEDGER_REQUIRE_POSTGRES").as_deref(),
             Ok("1"),
             "SESSION_LEDGER_TEST_POSTGRES is not set, and SESSION_LEDGER_REQUIRE_POSTGRES=1"
         );
-        return Ok(());
+        return Ok(None);
     };
-    let schema = format!("plans_{}", std::process::id());
+    let schema = format!("{name}_{}", std::process::id());
     let mut admin = Client::connect(&base, NoTls)?;
+    // Two `CREATE EXTENSION IF NOT EXISTS` at once may both try to create it: one at a time.
+    static SETUP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = SETUP
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     admin.batch_execute(&format!(
         "CREATE EXTENSION IF NOT EXISTS pgcrypto SCHEMA public;
          DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
     ))?;
     let join = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{join}options=-c%20search_path%3D{schema}%2Cpublic");
+    Ok(Some((admin, schema, url)))
+}
+
+#[test]
+fn no_hot_statement_scans_a_table_that_grows() -> crate::Result<()> {
+    let Some((mut admin, schema, url)) = schema_of_its_own("plans")? else {
+        return Ok(());
+    };
     build(&url)?;
     let mut client = Client::connect(&url, NoTls)?;
     client.batch_execute(
@@ -267,6 +282,42 @@ fn no_hot_statement_scans_a_table_that_grows() -> crate::Result<()> {
         "statements that read more than their answer:\n{}",
         problems.join("\n")
     );
+    Ok(())
+}
+
+/// A write's first step runs in the schema's function `ledger_write_lock_and_head()`, where
+/// the test above cannot see its head's statement: the function must take the lock every other
+/// writer takes and run the statement whose plan that test holds.
+#[test]
+fn the_write_lock_and_head_function_runs_the_lock_and_the_statement_held_here() -> crate::Result<()>
+{
+    let Some((mut admin, schema, url)) = schema_of_its_own("write_begin")? else {
+        return Ok(());
+    };
+    Ledger::open(&url)?;
+    let mut client = Client::connect(&url, NoTls)?;
+    let body: String = client
+        .query_one(
+            "SELECT prosrc FROM pg_proc WHERE oid = 'ledger_write_lock_and_head()'::regprocedure",
+            &[],
+        )?
+        .try_get(0)?;
+    admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))?;
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let body = words(&body);
+    for (what, statement) in [
+        // PL/pgSQL runs as `PERFORM` what a batch runs as `SELECT`.
+        (
+            "the write lock",
+            super::write_lock!().trim_start_matches("SELECT "),
+        ),
+        ("the head", audit::HEAD_AT_LOCK),
+    ] {
+        assert!(
+            body.contains(&format!("{};", words(statement))),
+            "ledger_write_lock_and_head() does not run {what}, {statement:?}:\n{body}"
+        );
+    }
     Ok(())
 }
 
