@@ -105,6 +105,7 @@ impl Ledger {
     pub fn raise(&self, id: &str, raise: Raise, actor: &str) -> Result<RaiseOutcome> {
         let id = Id::parse(id)?;
         validate_actor(actor)?;
+        // A raise that asks for nothing is refused before the write lock is taken.
         raise.requested()?;
         self.write(|tx, now| labels::raise(tx, id, raise, actor, now))
     }
