@@ -35,7 +35,7 @@ pub(super) const CHECKPOINTS: &str = concat!(
 );
 
 /// The newest checkpoint: `max(seq)` is one descent of the key, and the row is then found by
-/// it (`ORDER BY seq DESC LIMIT 1` reads the same row, but SQLite plans it as a scan).
+/// it; the same statement as SQLite's, where `ORDER BY seq DESC LIMIT 1` plans as a scan.
 pub(super) const LATEST_CHECKPOINT: &str = concat!(
     "SELECT ",
     checkpoint_columns!(),
