@@ -66,8 +66,7 @@ pub fn list(ctx: &Context<'_>, after: i64, limit: u32) -> Result<Report, CliErro
 fn verifier_key(given: &str) -> Result<VerifierKey, CliError> {
     match given.parse::<VerifierKey>() {
         Ok(key) => Ok(key),
-        Err(parsed) if Path::new(given).is_file() => {
-            let _ = parsed;
+        Err(_) if Path::new(given).is_file() => {
             Ok(read(Path::new(given), "the verifier key file")?.parse()?)
         }
         Err(e) => Err(e.into()),
@@ -94,8 +93,11 @@ pub fn verify(
     let verification = ledger.verify_checkpoint(&note, &key, &options)?;
     let mut saved = None;
     if let (true, Some(state)) = (verification.ok, state) {
+        // On disk before it takes the state's name, so a crash leaves the old state or the new.
         let temporary = state.with_extension("new");
-        std::fs::write(&temporary, &note)?;
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(note.as_bytes())?;
+        file.sync_all()?;
         std::fs::rename(&temporary, state)?;
         saved = Some(state.display().to_string());
     }
