@@ -269,3 +269,197 @@ fn each_database_driver_is_named_only_inside_its_engine() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+// ------------------------------------------------------------------------------------------------
+// The command line: a shared context beneath command groups beneath one dispatcher
+// ------------------------------------------------------------------------------------------------
+
+/// The command line's folder, `src/bin/session-ledger/`.
+fn cli_dir() -> PathBuf {
+    src().join("bin/session-ledger")
+}
+
+/// The command line's files, each with its path relative to [`cli_dir`] (`commands/audit.rs`).
+fn cli_files() -> Vec<(String, String)> {
+    rust_files(&cli_dir())
+        .into_iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(cli_dir())
+                .expect("a file of the command line")
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, fs::read_to_string(&path).expect("read"))
+        })
+        .collect()
+}
+
+/// The command group a file of `commands/` belongs to: `commands/audit.rs` → `audit` (and a
+/// group's own folder, `commands/audit/list.rs`, → `audit`); `None` outside `commands/`.
+fn command_group(relative: &str) -> Option<String> {
+    let rest = relative.strip_prefix("commands/")?;
+    let first = rest.split('/').next().expect("a path");
+    Some(first.trim_end_matches(".rs").to_owned())
+}
+
+/// The paths a file of the command line names, each as the module it reaches: `context`,
+/// `dispatch`, `render`, ..., and under `commands` the group too (`commands::audit`, or
+/// `commands` alone for the module list). Read from every `crate::` path of its code (a grouped
+/// `use crate::{a, b::{c, d}}` counts each of its paths) and, in a group's file, from `super::`
+/// paths, which reach the module list and through it the other groups.
+fn cli_named(relative: &str, source: &str) -> BTreeSet<String> {
+    let code = code_only(source);
+    let mut paths = Vec::new();
+    let mut roots = vec![("crate::", Vec::new())];
+    if relative.starts_with("commands/") && relative.matches('/').count() == 1 {
+        roots.push(("super::", vec!["commands".to_owned()]));
+    }
+    for (root, prefix) in roots {
+        for (at, _) in code.match_indices(root) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let mut rest = &code[at + root.len()..];
+            use_tree(&mut rest, prefix.clone(), &mut paths);
+        }
+    }
+    paths
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.as_slice() {
+            [first, second, ..] if first == "commands" && second != "self" => {
+                format!("commands::{second}")
+            }
+            [first, ..] => first.clone(),
+            [] => unreachable!(),
+        })
+        .collect()
+}
+
+/// Reads one path (or a `{...}` group of them) from the start of `rest`, as a `use` tree, and
+/// adds each whole path, after `prefix`, to `paths`. Moves `rest` past what it read.
+fn use_tree(rest: &mut &str, prefix: Vec<String>, paths: &mut Vec<Vec<String>>) {
+    *rest = rest.trim_start();
+    if let Some(inner) = rest.strip_prefix('{') {
+        *rest = inner;
+        loop {
+            *rest = rest.trim_start();
+            if let Some(after) = rest.strip_prefix('}') {
+                *rest = after;
+                return;
+            }
+            if rest.is_empty() {
+                return;
+            }
+            use_tree(rest, prefix.clone(), paths);
+            *rest = rest.trim_start();
+            if let Some(after) = rest.strip_prefix(',') {
+                *rest = after;
+            }
+        }
+    }
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '*')
+        .collect();
+    *rest = &rest[name.len()..];
+    let mut path = prefix;
+    if !name.is_empty() {
+        path.push(name);
+    }
+    if let Some(after) = rest.strip_prefix("::") {
+        *rest = after;
+        use_tree(rest, path, paths);
+    } else {
+        // `x as y`: the alias is no path.
+        if let Some(after) = rest.trim_start().strip_prefix("as ") {
+            let alias = after
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .count();
+            *rest = &after.trim_start()[alias..];
+        }
+        paths.push(path);
+    }
+}
+
+#[test]
+fn the_reader_of_command_line_imports_expands_grouped_and_nested_paths() {
+    let source = "use crate::context::{acting, Context};\n\
+                  use crate::{render::{self, Report}, commands::{audit, sessions as s}};\n\
+                  let x = crate::dispatch::run(); // crate::commented::out\n\
+                  use super::authority::explain;\n";
+    let named = cli_named("commands/audit.rs", source);
+    let expected: BTreeSet<String> = [
+        "context",
+        "render",
+        "commands::audit",
+        "commands::sessions",
+        "dispatch",
+        "commands::authority",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    assert_eq!(named, expected);
+}
+
+#[test]
+fn no_command_module_names_the_dispatcher_or_another_command_group() {
+    let mut problems = Vec::new();
+    let mut groups = BTreeSet::new();
+    for (rel, source) in cli_files() {
+        let Some(group) = command_group(&rel) else {
+            continue;
+        };
+        groups.insert(group.clone());
+        for named in cli_named(&rel, &source) {
+            let other_group = named
+                .strip_prefix("commands::")
+                .is_some_and(|g| *g != group);
+            if named == "dispatch" || named == "commands" || other_group {
+                problems.push(format!(
+                    "src/bin/session-ledger/{rel} (group {group}) names crate::{named}"
+                ));
+            }
+        }
+    }
+    assert!(
+        groups.len() >= 4,
+        "no command groups found under commands/: {groups:?}"
+    );
+    assert!(
+        problems.is_empty(),
+        "a command group reaches the dispatcher or another group; move what they share into \
+         context.rs: {problems:#?}"
+    );
+}
+
+#[test]
+fn the_shared_modules_of_the_command_line_name_no_command_and_not_the_dispatcher() {
+    let mut problems = Vec::new();
+    let mut shared = 0;
+    for (rel, source) in cli_files() {
+        let top = rel
+            .split('/')
+            .next()
+            .expect("a path")
+            .trim_end_matches(".rs");
+        if ["main", "dispatch", "commands"].contains(&top) {
+            continue;
+        }
+        shared += 1;
+        for named in cli_named(&rel, &source) {
+            if named == "dispatch" || named == "commands" || named.starts_with("commands::") {
+                problems.push(format!("src/bin/session-ledger/{rel} names crate::{named}"));
+            }
+        }
+    }
+    assert!(
+        cli_files().iter().any(|(rel, _)| rel == "context.rs") && shared > 1,
+        "no shared context module in src/bin/session-ledger/"
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
+}

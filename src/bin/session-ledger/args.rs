@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// A ledger of agent sessions, in a SQLite file or a PostgreSQL database: who created whom,
 /// and the labels and postures that follow the dispatch tree.
@@ -128,36 +128,8 @@ pub enum LedgerCommand {
         /// one row; `export`: the rows as a feed.
         #[command(subcommand)]
         command: Option<AuditCommand>,
-        /// Only rows about this session.
-        #[arg(long, value_name = "ID")]
-        session: Option<String>,
-        /// Only rows about this session or any of its descendants.
-        #[arg(long, value_name = "ID")]
-        subtree: Option<String>,
-        /// Only rows of this kind.
-        #[arg(
-            long,
-            value_name = "KIND",
-            value_parser = clap::builder::PossibleValuesParser::new(
-                session_ledger::AuditKind::ALL.iter().map(|k| k.as_str())
-            )
-        )]
-        kind: Option<String>,
-        /// Only rows at or after this time (RFC 3339, like 2026-11-30T12:00:00Z).
-        #[arg(long, value_name = "TIME")]
-        since: Option<String>,
-        /// Only rows before this time (RFC 3339).
-        #[arg(long, value_name = "TIME")]
-        until: Option<String>,
-        /// Only the most recent N rows. When older rows match too, the last line on stderr
-        /// says how to list the next page: `next page: --before SEQ`, or with --json
-        /// `{"next_before": SEQ}`.
-        #[arg(long, value_name = "N")]
-        limit: Option<u32>,
-        /// Only rows whose sequence number is smaller than SEQ: the next page after one whose
-        /// oldest row is SEQ.
-        #[arg(long, value_name = "SEQ", value_parser = clap::value_parser!(i64).range(1..))]
-        before: Option<i64>,
+        #[command(flatten)]
+        filters: AuditFilters,
     },
     /// Walk the audit hash chain; exit 0 only when every row verifies.
     Verify {
@@ -270,6 +242,41 @@ pub enum LedgerCommand {
     /// Signed checkpoints of the audit trail, for auditors to keep (docs/audit.md).
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
+}
+
+/// The rows `audit` lists: every filter narrows them.
+#[derive(Debug, Args)]
+pub struct AuditFilters {
+    /// Only rows about this session.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only rows about this session or any of its descendants.
+    #[arg(long, value_name = "ID")]
+    pub subtree: Option<String>,
+    /// Only rows of this kind.
+    #[arg(
+        long,
+        value_name = "KIND",
+        value_parser = clap::builder::PossibleValuesParser::new(
+            session_ledger::AuditKind::ALL.iter().map(|k| k.as_str())
+        )
+    )]
+    pub kind: Option<String>,
+    /// Only rows at or after this time (RFC 3339, like 2026-11-30T12:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only rows before this time (RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Only the most recent N rows. When older rows match too, the last line on stderr
+    /// says how to list the next page: `next page: --before SEQ`, or with --json
+    /// `{"next_before": SEQ}`.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u32>,
+    /// Only rows whose sequence number is smaller than SEQ: the next page after one whose
+    /// oldest row is SEQ.
+    #[arg(long, value_name = "SEQ", value_parser = clap::value_parser!(i64).range(1..))]
+    pub before: Option<i64>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,11 +1,11 @@
 //! `session-ledger`: the operator's command line for a session ledger. This file owns the
-//! process: it reads the arguments, runs the command (or the demo), and turns the outcome into
-//! an exit status and, for an error, one line on stderr.
+//! process: it reads the arguments, hands the command to the dispatcher (`dispatch.rs`), and
+//! turns the outcome into an exit status and, for an error, one line on stderr.
 
 mod args;
-mod checkpoints;
 mod commands;
-mod demo;
+mod context;
+mod dispatch;
 mod error;
 mod render;
 
@@ -14,8 +14,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command};
-use crate::commands::Context;
+use crate::args::Cli;
 use crate::error::CliError;
 
 fn main() -> ExitCode {
@@ -41,7 +40,8 @@ fn main() -> ExitCode {
             return fail(json, "usage", &message, 2);
         }
     };
-    match run(&cli) {
+    let outcome = dispatch::run(&cli, &mut io::stdout().lock(), &mut io::stderr());
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of stdout went away (`session-ledger audit | head -1`). Rust starts a
         // program with SIGPIPE ignored, so the write failed with EPIPE instead of ending the
@@ -63,21 +63,4 @@ fn main() -> ExitCode {
 fn fail(json: bool, kind: &str, message: &str, code: u8) -> ExitCode {
     eprintln!("{}", render::error_line(json, kind, message));
     ExitCode::from(code)
-}
-
-/// Runs the command `cli` names, with its output on stdout and any note on stderr.
-fn run(cli: &Cli) -> Result<(), CliError> {
-    let out = &mut io::stdout().lock();
-    match &cli.command {
-        Command::Ledger(command) => {
-            let ctx = Context::new(&cli.db, None);
-            commands::run(&ctx, cli.format(), command, out, &mut io::stderr())?;
-        }
-        Command::Copy { from, to } => {
-            let report = commands::copy(from, to)?;
-            render::report(out, cli.format(), &report)?;
-        }
-        Command::Demo { path } => demo::run(out, path.as_deref())?,
-    }
-    Ok(())
 }

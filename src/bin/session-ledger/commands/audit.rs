@@ -1,0 +1,133 @@
+//! The commands on the audit trail: the listing (`audit`), its head (`audit head`), the chain
+//! walked (`verify`), a receipt for one row (`audit prove`), the trail as a feed (`audit
+//! export`), and the whole ledger checked (`check`).
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use session_ledger::{AuditHead, AuditQuery, Error, InputError};
+
+use crate::args::AuditFilters;
+use crate::context::{open_for_reading, read_file, Context};
+use crate::error::CliError;
+use crate::render::Report;
+
+/// `audit`: one page of the rows `filters` select, the newest `--limit` of them, and where the
+/// next page starts.
+pub fn list(ctx: &Context<'_>, filters: &AuditFilters) -> Result<Report, CliError> {
+    let mut query = AuditQuery::all();
+    query.since = filters.since.as_deref().map(parse_time).transpose()?;
+    query.until = filters.until.as_deref().map(parse_time).transpose()?;
+    query.session = filters.session.clone();
+    query.subtree = filters.subtree.clone();
+    query.kind = filters.kind.as_deref().map(str::parse).transpose()?;
+    query.before = filters.before;
+    let limit = filters.limit;
+    // One row more than the page, to know whether an older page follows.
+    query.limit = limit.map(|n| n.saturating_add(1));
+    let ledger = open_for_reading(ctx)?;
+    let mut rows = ledger.audit(&query)?;
+    let more = limit.is_some_and(|n| rows.len() > n as usize);
+    if more {
+        rows.remove(0);
+    }
+    let next_before = if more {
+        rows.first().map(|r| r.seq)
+    } else {
+        None
+    };
+    Ok(Report::Audit { rows, next_before })
+}
+
+fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|_| Error::Input(InputError::InvalidTime(text.to_owned())))
+}
+
+/// `audit head`.
+pub fn head(ctx: &Context<'_>) -> Result<Report, CliError> {
+    Ok(Report::Head(open_for_reading(ctx)?.audit_head()?))
+}
+
+/// `verify`: the whole chain (against a saved head, if given), or the rows after `from`.
+pub fn verify(
+    ctx: &Context<'_>,
+    head: Option<&str>,
+    from: Option<&str>,
+) -> Result<Report, CliError> {
+    let saved = head.map(str::parse::<AuditHead>).transpose()?;
+    let from = from.map(str::parse::<AuditHead>).transpose()?;
+    let ledger = open_for_reading(ctx)?;
+    let verification = match &from {
+        Some(from) => ledger.verify_from(from)?,
+        None => ledger.verify(saved.as_ref())?,
+    };
+    Ok(Report::Verified {
+        verification,
+        from: from.map(|f| f.seq),
+    })
+}
+
+/// `check`: every row readable and every reference resolved.
+pub fn check(ctx: &Context<'_>) -> Result<Report, CliError> {
+    Ok(Report::Checked(open_for_reading(ctx)?.check()?))
+}
+
+/// `audit prove`.
+pub fn prove(ctx: &Context<'_>, seq: i64, checkpoint: Option<&Path>) -> Result<Report, CliError> {
+    let note = checkpoint
+        .map(|p| read_file(p, "the checkpoint"))
+        .transpose()?;
+    let ledger = open_for_reading(ctx)?;
+    let receipt = ledger.prove(seq, note.as_deref())?;
+    Ok(Report::Receipt {
+        seq,
+        text: receipt.to_text(),
+    })
+}
+
+/// How many rows one read of the feed takes.
+const PAGE: u32 = 1_000;
+
+/// `audit export`: the rows after `after`, a page at a time by the trail's key, each printed
+/// and flushed as one line; with `follow`, then a look at the head every `poll` (one read of
+/// the key, not of the trail) and the new rows when there are some, until stopped.
+pub fn export(
+    ctx: &Context<'_>,
+    mut after: i64,
+    follow: bool,
+    format: &str,
+    poll: Duration,
+    out: &mut dyn Write,
+) -> Result<Report, CliError> {
+    let ledger = open_for_reading(ctx)?;
+    loop {
+        let rows = ledger.audit_after(after, PAGE)?;
+        if rows.is_empty() {
+            let head = ledger.audit_head()?.seq;
+            if head > after {
+                // A page of seqs with no row (a gap in a tampered trail): step over it.
+                after = head.min(after.saturating_add(i64::from(PAGE)));
+                continue;
+            }
+            if !follow {
+                break;
+            }
+            out.flush()?;
+            std::thread::sleep(poll);
+            continue;
+        }
+        for row in &rows {
+            let line = match format {
+                "ocsf" => session_ledger::ocsf_event(row).to_string(),
+                _ => serde_json::to_string(row)?,
+            };
+            writeln!(out, "{line}")?;
+            after = row.seq;
+        }
+        out.flush()?;
+    }
+    Ok(Report::Exported)
+}

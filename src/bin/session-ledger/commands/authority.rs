@@ -1,0 +1,170 @@
+//! The commands on authority: postures (`trust`, `revoke`, `revoke-all`), the grants judged for
+//! one session (`pattern`, `scope`), a decision (`decide`) and why a session holds what it holds
+//! (`explain`), and the posture epochs (`epoch`).
+
+use session_ledger::{PostureLevel, Propagation};
+
+use crate::args::{EpochCommand, PatternCommand, ScopeCommand};
+use crate::context::{acting, open_existing, open_for_reading, Context};
+use crate::error::CliError;
+use crate::render::Report;
+
+/// `trust`: `--full` or (clap makes sure of one of them) `--reads`.
+pub fn trust(
+    ctx: &Context<'_>,
+    id: &str,
+    full: bool,
+    actor: &Option<String>,
+) -> Result<Report, CliError> {
+    let ledger = open_existing(ctx.db)?;
+    let level = if full {
+        PostureLevel::Trust
+    } else {
+        PostureLevel::TrustReads
+    };
+    let posture = ledger.grant(id, level, &acting(ctx, actor)?)?;
+    Ok(Report::Granted {
+        id: id.to_owned(),
+        posture,
+    })
+}
+
+/// `revoke`: `--cascade` (bound to a preview by `--token`), `--local`, or `--preview`.
+pub fn revoke(
+    ctx: &Context<'_>,
+    id: &str,
+    cascade: bool,
+    local: bool,
+    token: &Option<String>,
+    actor: &Option<String>,
+) -> Result<Report, CliError> {
+    if token.is_some() && !cascade {
+        return Err(CliError::Usage(
+            "--token applies a preview to a cascade: use it with --cascade".into(),
+        ));
+    }
+    let propagation = if cascade {
+        Propagation::Cascade {
+            token: token.clone(),
+        }
+    } else if local {
+        Propagation::Local
+    } else {
+        Propagation::Preview
+    };
+    let ledger = open_existing(ctx.db)?;
+    Ok(Report::Revoked(ledger.revoke(
+        id,
+        propagation,
+        &acting(ctx, actor)?,
+    )?))
+}
+
+/// `revoke-all`: every live session's posture.
+pub fn revoke_all(ctx: &Context<'_>, actor: &Option<String>) -> Result<Report, CliError> {
+    let ledger = open_existing(ctx.db)?;
+    Ok(Report::Revoked(ledger.revoke_all(&acting(ctx, actor)?)?))
+}
+
+/// `pattern add`, `remove` and `list`, and `pattern test`, which needs no ledger.
+pub fn pattern(ctx: &Context<'_>, command: &PatternCommand) -> Result<Report, CliError> {
+    match command {
+        PatternCommand::Test { pattern, command } => Ok(Report::PatternTested(
+            session_ledger::test_pattern(pattern, &command.join(" "))?,
+        )),
+        PatternCommand::Add {
+            id,
+            pattern,
+            must_match,
+            must_not_match,
+            actor,
+        } => {
+            let ledger = open_existing(ctx.db)?;
+            let added = ledger.add_pattern_with_examples(
+                id,
+                pattern,
+                &acting(ctx, actor)?,
+                must_match,
+                must_not_match,
+            )?;
+            Ok(Report::PatternAdded {
+                id: id.clone(),
+                pattern: pattern.clone(),
+                added,
+            })
+        }
+        PatternCommand::Remove { id, pattern, actor } => {
+            let ledger = open_existing(ctx.db)?;
+            ledger.remove_pattern(id, pattern, &acting(ctx, actor)?)?;
+            Ok(Report::PatternRemoved {
+                id: id.clone(),
+                pattern: pattern.clone(),
+            })
+        }
+        PatternCommand::List { id } => Ok(Report::Patterns(open_for_reading(ctx)?.patterns(id)?)),
+    }
+}
+
+/// `scope grant`, `revoke` and `list`.
+pub fn scope(ctx: &Context<'_>, command: &ScopeCommand) -> Result<Report, CliError> {
+    match command {
+        ScopeCommand::Grant {
+            id,
+            name,
+            ttl,
+            actor,
+        } => {
+            let ttl = session_ledger::parse_ttl(ttl)?;
+            let ledger = open_existing(ctx.db)?;
+            let scope = ledger.grant_scope(id, name, ttl, &acting(ctx, actor)?)?;
+            Ok(Report::ScopeGranted {
+                id: id.clone(),
+                name: name.clone(),
+                scope,
+            })
+        }
+        ScopeCommand::Revoke { id, name, actor } => {
+            let ledger = open_existing(ctx.db)?;
+            ledger.revoke_scope(id, name, &acting(ctx, actor)?)?;
+            Ok(Report::ScopeRevoked {
+                id: id.clone(),
+                name: name.clone(),
+            })
+        }
+        ScopeCommand::List { id } => Ok(Report::Scopes(open_for_reading(ctx)?.scopes(id)?)),
+    }
+}
+
+/// `decide`: whether `id` may run `command` now.
+pub fn decide(
+    ctx: &Context<'_>,
+    id: &str,
+    read_only: bool,
+    command: &[String],
+) -> Result<Report, CliError> {
+    let ledger = open_existing(ctx.db)?;
+    Ok(Report::Decided(ledger.decide(
+        id,
+        &command.join(" "),
+        read_only,
+    )?))
+}
+
+/// `explain`: the label, the posture chain, the grants and the audit rows of `id`.
+pub fn explain(ctx: &Context<'_>, id: &str) -> Result<Report, CliError> {
+    Ok(Report::Explained(Box::new(
+        open_for_reading(ctx)?.explain(id)?,
+    )))
+}
+
+/// `epoch start` and `epoch show`.
+pub fn epoch(ctx: &Context<'_>, command: &EpochCommand) -> Result<Report, CliError> {
+    match command {
+        EpochCommand::Start { durable, actor } => {
+            let ledger = open_existing(ctx.db)?;
+            let start = ledger.start_epoch_with(*durable, &acting(ctx, actor)?)?;
+            Ok(Report::EpochStarted(start))
+        }
+        EpochCommand::Show => Ok(Report::Epoch(open_for_reading(ctx)?.current_epoch()?)),
+    }
+}

@@ -1,0 +1,171 @@
+//! Dispatch, in one place: which group's run function a command line goes to, then its report
+//! printed, the notes for stderr, and the exit a failed verification ends with. The groups
+//! (`crate::commands`) know nothing of this module.
+
+use std::io::Write;
+
+use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand};
+use crate::commands::{audit, authority, checkpoints, copy, demo, sessions};
+use crate::context::Context;
+use crate::error::CliError;
+use crate::render::{self, Format, Report};
+
+/// Runs the command `cli` names, with its output on `out` and any note for the reader on
+/// `notes`.
+///
+/// # Errors
+///
+/// As [`ledger`], and those of `copy` and `demo`.
+pub fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Ledger(command) => {
+            let ctx = Context::new(&cli.db, None);
+            ledger(&ctx, cli.format(), command, out, notes)?;
+        }
+        Command::Copy { from, to } => {
+            let report = copy::copy(from, to)?;
+            render::report(out, cli.format(), &report)?;
+        }
+        Command::Demo { path } => demo::run(out, path.as_deref(), ledger)?,
+    }
+    Ok(())
+}
+
+/// Runs `command` on the ledger of `ctx`: its library call, its output on `out` in `format`,
+/// and a note for the reader on `notes` (the next page of `audit --limit`, a ledger read as an
+/// immutable copy). A `verify` or `check` that found problems prints its report and then fails.
+/// Returns what was printed.
+///
+/// # Errors
+///
+/// The ledger's error, a combination of arguments the command refuses, a failed write to `out`,
+/// or [`CliError::Unverified`] and [`CliError::CheckFailed`] after their report.
+pub fn ledger(
+    ctx: &Context<'_>,
+    format: Format,
+    command: &LedgerCommand,
+    out: &mut dyn Write,
+    notes: &mut dyn Write,
+) -> Result<Report, CliError> {
+    let report = match command {
+        // A feed prints as it reads, and with --follow never ends.
+        LedgerCommand::Audit {
+            command:
+                Some(AuditCommand::Export {
+                    after,
+                    follow,
+                    format: feed,
+                    poll,
+                }),
+            ..
+        } => audit::export(
+            ctx,
+            *after,
+            *follow,
+            feed,
+            std::time::Duration::from_millis(*poll),
+            out,
+        )?,
+        _ => execute(ctx, command)?,
+    };
+    render::report(out, format, &report)?;
+    let immutable = ctx
+        .read_immutable()
+        .then(|| render::immutable_note(format.is_json(), ctx.db));
+    for note in immutable
+        .into_iter()
+        .chain(render::note(format.is_json(), &report))
+    {
+        out.flush()?;
+        // A closed stderr has nobody to tell.
+        let _ = writeln!(notes, "{note}");
+    }
+    match &report {
+        Report::Verified { verification, .. } if !verification.ok => Err(CliError::Unverified),
+        Report::Checked(check) if !check.ok => Err(CliError::CheckFailed),
+        Report::CheckpointVerified { verification, .. } if !verification.ok => {
+            Err(CliError::CheckpointUnverified)
+        }
+        _ => Ok(report),
+    }
+}
+
+/// The library's answer to `command`, not printed yet: the group that owns it runs it.
+fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliError> {
+    match command {
+        LedgerCommand::Init => sessions::init(ctx),
+        LedgerCommand::Create { id, by, actor } => sessions::create(ctx, id, by.as_deref(), actor),
+        LedgerCommand::State { id } => sessions::state(ctx, id),
+        LedgerCommand::Raise {
+            id,
+            taint,
+            untrusted,
+            actor,
+        } => sessions::raise(ctx, id, taint.as_deref(), *untrusted, actor),
+        LedgerCommand::End { id, actor } => sessions::end(ctx, id, actor),
+        LedgerCommand::Tree { id } => sessions::tree(ctx, id.as_deref()),
+        LedgerCommand::Audit {
+            command: Some(AuditCommand::Head),
+            ..
+        } => audit::head(ctx),
+        LedgerCommand::Audit {
+            command: Some(AuditCommand::Prove { seq, checkpoint }),
+            ..
+        } => audit::prove(ctx, *seq, checkpoint.as_deref()),
+        LedgerCommand::Audit {
+            command: Some(AuditCommand::Export { .. }),
+            ..
+        } => Ok(Report::Exported),
+        LedgerCommand::Audit {
+            command: None,
+            filters,
+        } => audit::list(ctx, filters),
+        LedgerCommand::Verify {
+            checkpoint: Some(checkpoint),
+            verifier_key,
+            state,
+            fast,
+            ..
+        } => checkpoints::verify(
+            ctx,
+            checkpoint,
+            verifier_key.as_deref().unwrap_or_default(),
+            state.as_deref(),
+            *fast,
+        ),
+        LedgerCommand::Verify { head, from, .. } => {
+            audit::verify(ctx, head.as_deref(), from.as_deref())
+        }
+        LedgerCommand::Check => audit::check(ctx),
+        LedgerCommand::Explain { id } => authority::explain(ctx, id),
+        LedgerCommand::Trust {
+            id, full, actor, ..
+        } => authority::trust(ctx, id, *full, actor),
+        LedgerCommand::Revoke {
+            id,
+            cascade,
+            local,
+            token,
+            actor,
+            ..
+        } => authority::revoke(ctx, id, *cascade, *local, token, actor),
+        LedgerCommand::RevokeAll { actor } => authority::revoke_all(ctx, actor),
+        LedgerCommand::Pattern(command) => authority::pattern(ctx, command),
+        LedgerCommand::Scope(command) => authority::scope(ctx, command),
+        LedgerCommand::Decide {
+            id,
+            read_only,
+            command,
+        } => authority::decide(ctx, id, *read_only, command),
+        LedgerCommand::Epoch(command) => authority::epoch(ctx, command),
+        LedgerCommand::Checkpoint(CheckpointCommand::Keygen { key, name }) => {
+            checkpoints::keygen(key, name)
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::Sign { key, origin, actor }) => {
+            checkpoints::sign(ctx, key, origin.as_deref(), actor)
+        }
+        LedgerCommand::Checkpoint(CheckpointCommand::List { after, limit }) => {
+            checkpoints::list(ctx, *after, *limit)
+        }
+    }
+}
