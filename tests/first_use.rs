@@ -1,7 +1,7 @@
 //! What a new user meets first: help that shows no secret and names both engines, override
 //! scopes that say what they approve, a label raise that says labels only rise, `--json`
-//! listings of one shape (also when empty), columns that stay in line with long ids, and the
-//! demo's hint for the stock shell. The documents' own words are held in tests/docs.rs, the
+//! listings of one shape (also when empty), columns that stay in line with long ids, the
+//! demo's hint for the stock shell, and shell completions that know every command. The documents' own words are held in tests/docs.rs, the
 //! reader of a lone copy in tests/readonly.rs, PostgreSQL's messages in tests/postgres_connect.rs.
 //!
 //! The flows run on both engines (`sqlite::NAME`, `postgres::NAME`).
@@ -323,5 +323,103 @@ fn the_demo_ends_with_a_shell_command_that_prints_headers_and_columns() -> TestR
         "{printed}"
     );
     assert!(printed.contains("conductor/worker-1"), "{printed}");
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// shell completions
+// ------------------------------------------------------------------------------------------------
+
+/// `session-ledger completions SHELL` in a fresh directory: it must succeed, print a script and
+/// nothing on stderr, and leave no ledger behind.
+fn completions(shell: &str) -> TestResult<String> {
+    let dir = tempfile::tempdir()?;
+    let r = run_raw(dir.path(), &["completions", shell]);
+    assert!(r.status.success(), "completions {shell}: {}", r.stderr);
+    assert_eq!(r.stderr, "", "completions {shell} printed on stderr");
+    assert_eq!(
+        std::fs::read_dir(dir.path())?.count(),
+        0,
+        "completions {shell} wrote a file"
+    );
+    Ok(r.stdout)
+}
+
+/// Every command `--help` lists, and the subcommands of the commands that have some.
+fn every_command_name() -> TestResult<Vec<String>> {
+    let dir = tempfile::tempdir()?;
+    let mut names = Vec::new();
+    for path in [
+        &[][..],
+        &["audit"],
+        &["checkpoint"],
+        &["pattern"],
+        &["scope"],
+    ] {
+        let mut args = path.to_vec();
+        args.push("--help");
+        let help = run_raw(dir.path(), &args).stdout;
+        names.extend(subcommands(&help));
+    }
+    assert!(names.len() > 20, "too few commands in the help: {names:?}");
+    Ok(names)
+}
+
+#[test]
+fn completions_bash_prints_a_script_that_names_every_command_and_parses_as_bash() -> TestResult {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let script = completions("bash")?;
+    for name in every_command_name()? {
+        assert!(
+            script.contains(&name),
+            "the bash completions do not name {name}"
+        );
+    }
+    assert!(script.contains("complete "), "no `complete` in:\n{script}");
+    let mut bash = Command::new("bash")
+        .arg("-n")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    bash.stdin
+        .take()
+        .ok_or("no stdin pipe")?
+        .write_all(script.as_bytes())?;
+    let parsed = bash.wait_with_output()?;
+    assert!(
+        parsed.status.success(),
+        "bash -n refuses the script: {}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    Ok(())
+}
+
+#[test]
+fn completions_zsh_and_fish_print_scripts_that_name_every_command() -> TestResult {
+    let names = every_command_name()?;
+    for shell in ["zsh", "fish"] {
+        let script = completions(shell)?;
+        assert!(script.contains("session-ledger"), "{shell}:\n{script}");
+        for name in &names {
+            assert!(
+                script.contains(name.as_str()),
+                "the {shell} completions do not name {name}"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn completions_refuse_a_shell_they_do_not_know_and_name_the_ones_they_do() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let r = run_raw(dir.path(), &["completions", "tcsh"]);
+    assert_clean_failure(&r, "completions tcsh");
+    assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
+    for shell in ["bash", "zsh", "fish"] {
+        assert_mentions(&r, shell);
+    }
     Ok(())
 }

@@ -45,7 +45,8 @@ impl Cli {
     }
 }
 
-/// What to do: one of the commands on a ledger, or the demo, which runs some of them itself.
+/// What to do: one of the commands on a ledger, a copy, a completion script, or the demo, which
+/// runs some of the ledger's commands itself.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     // The commands on the ledger at `--db`; help lists them before `demo`.
@@ -62,6 +63,16 @@ pub enum Command {
         /// search_path) that holds no ledger yet, as the role that owns its tables.
         #[arg(long, value_name = "URL")]
         to: PathBuf,
+    },
+    /// Print a completion script for a shell (bash, zsh, fish, ...). Ignores --db.
+    ///
+    /// bash: `source <(session-ledger completions bash)` in ~/.bashrc; zsh: save the zsh script
+    /// as _session-ledger in a folder of $fpath; fish: save it as
+    /// ~/.config/fish/completions/session-ledger.fish.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
     },
     /// Build an example ledger in a new file of its own and walk through it.
     Demo {

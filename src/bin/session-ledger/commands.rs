@@ -10,6 +10,8 @@ pub mod audit;
 pub mod authority;
 /// Signed checkpoints: `checkpoint keygen`, `sign`, `list`, and `verify --checkpoint`.
 pub mod checkpoints;
+/// `completions`: a shell's completion script.
+pub mod completions;
 /// `copy`: a ledger into a new PostgreSQL ledger.
 pub mod copy;
 /// `demo`: an example ledger built one command at a time.

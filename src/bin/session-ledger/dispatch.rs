@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand};
-use crate::commands::{audit, authority, checkpoints, copy, demo, sessions};
+use crate::commands::{audit, authority, checkpoints, completions, copy, demo, sessions};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::render::{self, Format, Report};
@@ -15,7 +15,7 @@ use crate::render::{self, Format, Report};
 ///
 /// # Errors
 ///
-/// As [`ledger`], and those of `copy` and `demo`.
+/// As [`ledger`], and those of `copy`, `completions` and `demo`.
 pub fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         Command::Ledger(command) => {
@@ -26,6 +26,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), 
             let report = copy::copy(from, to)?;
             render::report(out, cli.format(), &report)?;
         }
+        Command::Completions { shell } => completions::completions(*shell, out)?,
         Command::Demo { path } => demo::run(out, path.as_deref(), ledger)?,
     }
     Ok(())
