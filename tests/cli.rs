@@ -144,6 +144,64 @@ fn every_command_but_init_fails_on_a_missing_ledger_without_creating_it() -> Tes
     Ok(())
 }
 
+#[test]
+fn init_in_a_folder_that_does_not_exist_names_the_folder_and_says_to_create_it() -> TestResult {
+    let fx = Fixture::empty()?;
+    let folder = fx.dir().join("ledgers").join("team a");
+    let db = folder.join("ledger.db");
+    // In the folder above: `run` would start the binary in the ledger's folder, which is missing.
+    let r = run_raw(
+        fx.dir(),
+        &["--db".as_ref(), db.as_os_str(), "init".as_ref()],
+    );
+    assert_clean_failure(&r, "init in a missing folder");
+    assert_eq!(r.status.code(), Some(1), "{}", r.stderr);
+    assert_mentions(&r, &format!("{} does not exist", folder.display()));
+    assert_mentions(&r, "create the folder");
+    assert_mentions(&r, &format!("mkdir -p '{}'", folder.display()));
+    assert!(
+        !r.stderr.contains("unable to open database file"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        dir_listing(fx.dir())?,
+        Vec::<String>::new(),
+        "init left files"
+    );
+
+    let json = run_raw(
+        fx.dir(),
+        &[
+            "--json".as_ref(),
+            "--db".as_ref(),
+            db.as_os_str(),
+            "init".as_ref(),
+        ],
+    );
+    assert_eq!(
+        json_error(&json, "init --json in a missing folder")?["kind"],
+        "no_folder"
+    );
+    Ok(())
+}
+
+#[test]
+fn init_under_a_file_says_the_folder_is_a_file_and_not_a_folder() -> TestResult {
+    let fx = Fixture::empty()?;
+    let file = fx.dir().join("notes.txt");
+    fs::write(&file, "not a folder\n")?;
+    let db = file.join("ledger.db");
+    let r = run_raw(
+        fx.dir(),
+        &["--db".as_ref(), db.as_os_str(), "init".as_ref()],
+    );
+    assert_clean_failure(&r, "init under a file");
+    assert_mentions(&r, &format!("{} is not a folder", file.display()));
+    assert_eq!(fs::read_to_string(&file)?, "not a folder\n");
+    Ok(())
+}
+
 // ------------------------------------------------------------------------------------------------
 // create, state, raise, end
 // ------------------------------------------------------------------------------------------------

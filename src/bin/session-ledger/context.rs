@@ -77,9 +77,20 @@ fn cli_config() -> Config {
 }
 
 /// Opens the ledger at `path`, creating it when it does not exist yet: for `init`, and for the
-/// new ledger `copy` fills.
-pub fn open_creating(path: &Path) -> Result<Ledger, Error> {
-    Ledger::open_with(path, cli_config())
+/// new ledger `copy` fills. A file is created only in a folder that exists, and is never a
+/// folder too: a missing folder is named, with how to create it, rather than left to SQLite's
+/// "unable to open database file".
+pub fn open_creating(path: &Path) -> Result<Ledger, CliError> {
+    let is_url = path.to_str().is_some_and(session_ledger::is_postgres_url);
+    let folder = path.parent().filter(|f| !f.as_os_str().is_empty());
+    if let Some(folder) = folder.filter(|f| !is_url && !f.is_dir()) {
+        return Err(CliError::NoFolder {
+            folder: folder.to_owned(),
+            ledger: path.to_owned(),
+            exists: folder.exists(),
+        });
+    }
+    Ok(Ledger::open_with(path, cli_config())?)
 }
 
 /// Opens the ledger for a command that writes.

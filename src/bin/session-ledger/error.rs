@@ -2,6 +2,7 @@
 //! the `kind` `--json` names it by and the exit status it ends the program with.
 
 use std::io;
+use std::path::{Path, PathBuf};
 
 use session_ledger::{Error, InputError, StorageError};
 
@@ -22,6 +23,35 @@ pub enum CliError {
     CheckpointUnverified,
     #[error("the ledger check found problems")]
     CheckFailed,
+    /// `init` was given a ledger in a folder that does not exist (`exists` false) or in a path
+    /// that is not a folder.
+    #[error("{}", no_folder(folder, ledger, *exists))]
+    NoFolder {
+        folder: PathBuf,
+        ledger: PathBuf,
+        exists: bool,
+    },
+}
+
+/// Why there is nowhere to create `ledger`, and what to do about it.
+fn no_folder(folder: &Path, ledger: &Path, exists: bool) -> String {
+    let name = |p: &Path| p.display().to_string();
+    if exists {
+        format!(
+            "{} is not a folder, so the ledger {} cannot be created in it: give --db a path \
+             in a folder",
+            name(folder),
+            name(ledger)
+        )
+    } else {
+        format!(
+            "the folder {} does not exist, so the ledger {} cannot be created in it: create \
+             the folder first (mkdir -p {}) and run init again",
+            name(folder),
+            name(ledger),
+            crate::shell::shell_words(&[&name(folder)])
+        )
+    }
 }
 
 /// The ledger's message, with what to run about it where this program has a command for that.
@@ -52,6 +82,7 @@ impl CliError {
             CliError::Unverified => "unverified_chain",
             CliError::CheckpointUnverified => "unverified_checkpoint",
             CliError::CheckFailed => "check_failed",
+            CliError::NoFolder { .. } => "no_folder",
         }
     }
 

@@ -8,6 +8,7 @@ mod context;
 mod dispatch;
 mod error;
 mod render;
+mod shell;
 
 use std::io;
 use std::process::ExitCode;

@@ -12,6 +12,7 @@ use crate::args::{self, Cli, Command, LedgerCommand};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::render::{self, Format, Report};
+use crate::shell::shell_words;
 
 /// What runs one command on a ledger and prints it, as a command typed at the shell runs: the
 /// context, the format, the command, stdout and the notes for stderr; what it printed.
@@ -196,23 +197,4 @@ impl Demo<'_> {
         self.out.write_all(&notes)?;
         report
     }
-}
-
-/// `words` as a shell command line: each word as it is when it needs no quotes, else in single
-/// quotes.
-fn shell_words(words: &[&str]) -> String {
-    let quoted: Vec<String> = words
-        .iter()
-        .map(|w| {
-            let plain = !w.is_empty()
-                && w.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
-            if plain {
-                (*w).to_owned()
-            } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
-            }
-        })
-        .collect();
-    quoted.join(" ")
 }
