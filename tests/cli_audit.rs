@@ -411,35 +411,70 @@ fn audit_json_prints_one_array_of_objects_with_exactly_the_documented_fields(
     Ok(())
 }
 
-fn audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail(
+/// `audit`'s text for `rows` (as `--json audit` printed them): a header naming the columns, then
+/// one line per row, each column as wide as its widest value or its name.
+fn audit_text(rows: &[Value]) -> Vec<String> {
+    let width = |name: &str, f: &dyn Fn(&Value) -> String| {
+        rows.iter()
+            .map(|r| f(r).len())
+            .chain([name.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let seq_w = width("SEQ", &|r| r["seq"].to_string());
+    let at_w = width("AT", &|r| text(&r["at"]).to_owned());
+    let actor_w = width("ACTOR", &|r| text(&r["actor"]).to_owned());
+    let kind_w = width("KIND", &|r| text(&r["kind"]).to_owned());
+    let session_w = width("SESSION", &|r| {
+        r["session"].as_str().unwrap_or("-").to_owned()
+    });
+    let mut lines = vec![format!(
+        "{:>seq_w$}  {:<at_w$}  {:<actor_w$}  {:<kind_w$}  {:<session_w$}  {}",
+        "SEQ", "AT", "ACTOR", "KIND", "SESSION", "DETAIL"
+    )];
+    lines.extend(rows.iter().map(|r| {
+        format!(
+            "{:>seq_w$}  {:<at_w$}  {:<actor_w$}  {:<kind_w$}  {:<session_w$}  {}",
+            r["seq"].as_i64().unwrap_or_default(),
+            text(&r["at"]),
+            text(&r["actor"]),
+            text(&r["kind"]),
+            r["session"].as_str().unwrap_or("-"),
+            r["detail"]
+        )
+    }));
+    lines
+}
+
+fn audit_text_prints_a_header_naming_its_columns_then_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail(
     engine: Engine,
 ) -> TestResult {
     let Some(fx) = Fixture::scenario_on(engine)? else {
         return Ok(());
     };
     let rows = audit_lines(&fx, &[])?;
-    // Each column is as wide as its widest value.
-    let width = |f: &dyn Fn(&Value) -> String| rows.iter().map(|r| f(r).len()).max().unwrap_or(0);
-    let seq_w = width(&|r| r["seq"].to_string());
-    let actor_w = width(&|r| text(&r["actor"]).to_owned());
-    let kind_w = width(&|r| text(&r["kind"]).to_owned());
-    let session_w = width(&|r| r["session"].as_str().unwrap_or("-").to_owned());
-    let expected: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            format!(
-                "{:>seq_w$}  {}  {:<actor_w$}  {:<kind_w$}  {:<session_w$}  {}",
-                r["seq"].as_i64().unwrap_or_default(),
-                text(&r["at"]),
-                text(&r["actor"]),
-                text(&r["kind"]),
-                r["session"].as_str().unwrap_or("-"),
-                r["detail"]
-            )
-        })
-        .collect();
     let out = ok(&fx, &["audit"])?;
-    assert_eq!(out.lines().collect::<Vec<_>>(), expected);
+    assert_eq!(out.lines().collect::<Vec<_>>(), audit_text(&rows));
+    let header = out.lines().next().unwrap_or_default();
+    let names: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(names, ["SEQ", "AT", "ACTOR", "KIND", "SESSION", "DETAIL"]);
+    // A page keeps the header, and so does a listing with no row, so that a script can always
+    // skip exactly one line.
+    let page = ok(&fx, &["audit", "--limit", "2"])?;
+    assert_eq!(
+        page.lines().collect::<Vec<_>>(),
+        audit_text(&rows[rows.len() - 2..])
+    );
+    let none = ok(&fx, &["audit", "--session", "nobody-at-all"])?;
+    assert_eq!(
+        none.split_whitespace().collect::<Vec<_>>(),
+        names,
+        "an empty listing: {none:?}"
+    );
+    // --json and --json-lines stay the rows alone.
+    let lines = ok(&fx, &["--json-lines", "audit"])?;
+    assert!(!lines.contains("SEQ"), "{lines}");
+    assert_eq!(lines.lines().count(), rows.len());
     Ok(())
 }
 
@@ -593,8 +628,10 @@ fn audit_page(
             .map(|row| Ok(row["seq"].as_i64().ok_or("seq")?))
             .collect::<TestResult<Vec<i64>>>()?
     } else {
-        r.stdout
-            .lines()
+        let mut lines = r.stdout.lines();
+        let header = lines.next().unwrap_or_default();
+        assert!(header.trim_start().starts_with("SEQ "), "{header:?}");
+        lines
             .map(|l| Ok(l.split_whitespace().next().ok_or("empty line")?.parse()?))
             .collect::<TestResult<Vec<i64>>>()?
     };
@@ -951,7 +988,7 @@ engine_tests! {
     audit_head_prints_seq_colon_hash_of_the_last_row_in_text_and_json,
     a_head_saved_with_audit_head_verifies_later_with_head_and_with_from,
     audit_json_prints_one_array_of_objects_with_exactly_the_documented_fields,
-    audit_text_prints_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail,
+    audit_text_prints_a_header_naming_its_columns_then_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail,
     audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does,
     audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match,
     explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_and_audit_rows,

@@ -10,20 +10,32 @@ use super::sessions::label_words;
 use super::{count, widest};
 use crate::error::CliError;
 
-/// `audit`'s text: one line per row, each column as wide as its widest value, so that long
-/// ids, actors and kinds keep the columns in line.
+/// The names `audit`'s text gives its columns, in order: the fields of a row in `--json audit`.
+const COLUMNS: [&str; 6] = ["SEQ", "AT", "ACTOR", "KIND", "SESSION", "DETAIL"];
+
+/// `audit`'s text: a header naming the columns, then one line per row, each column as wide as
+/// its widest value or its name, so that long ids, actors and kinds keep the columns in line.
+/// The header is there with no row too, so that a script can always skip exactly one line.
 pub fn print_audit(out: &mut dyn Write, rows: &[AuditEntry]) -> Result<(), CliError> {
     fn session(r: &AuditEntry) -> &str {
         r.session.as_deref().unwrap_or("-")
     }
-    let seq_w = widest(rows, |r| r.seq.to_string().len());
-    let actor_w = widest(rows, |r| r.actor.len());
-    let kind_w = widest(rows, |r| r.kind.as_str().len());
-    let session_w = widest(rows, |r| session(r).len());
+    let [seq, at, actor, kind, session_name, detail] = COLUMNS;
+    let width = |name: &str, len: &dyn Fn(&AuditEntry) -> usize| widest(rows, len).max(name.len());
+    let seq_w = width(seq, &|r| r.seq.to_string().len());
+    let at_w = width(at, &|r| session_ledger::format_ts(r.at).len());
+    let actor_w = width(actor, &|r| r.actor.len());
+    let kind_w = width(kind, &|r| r.kind.as_str().len());
+    let session_w = width(session_name, &|r| session(r).len());
+    writeln!(
+        out,
+        "{seq:>seq_w$}  {at:<at_w$}  {actor:<actor_w$}  {kind:<kind_w$}  \
+         {session_name:<session_w$}  {detail}"
+    )?;
     for r in rows {
         writeln!(
             out,
-            "{:>seq_w$}  {}  {:<actor_w$}  {:<kind_w$}  {:<session_w$}  {}",
+            "{:>seq_w$}  {:<at_w$}  {:<actor_w$}  {:<kind_w$}  {:<session_w$}  {}",
             r.seq,
             session_ledger::format_ts(r.at),
             r.actor,
