@@ -1,7 +1,8 @@
 //! The command line's checkpoints: a key made with mode 0600 and never written over; a
 //! checkpoint signed, listed and verified with the verifier key keygen printed, as text (one
 //! line per check, a summary) and `--json`; a state file that moves on only when a later
-//! checkpoint verifies; a receipt printed by `audit prove`; and `audit export`, which resumes
+//! checkpoint verifies; a receipt printed by `audit prove` and checked offline by `audit
+//! verify-receipt`, which names the check that failed; and `audit export`, which resumes
 //! from a saved seq with no row lost or repeated across a restart, follows new rows, and
 //! speaks OCSF. The attacks themselves are tests/checkpoints.rs's, against the library.
 
@@ -258,6 +259,201 @@ fn audit_prove_prints_a_receipt_that_checks_with_the_row_and_the_key(engine: Eng
     Ok(())
 }
 
+/// `session-ledger [--json] audit verify-receipt ARGS...` in a folder of its own with no ledger
+/// and no `--db`: the check is offline. The folder must stay empty.
+fn verify_receipt_offline(json: bool, args: &[&str]) -> TestResult<Run> {
+    let dir = tempfile::tempdir()?;
+    let mut all = Vec::new();
+    if json {
+        all.push("--json");
+    }
+    all.extend(["audit", "verify-receipt"]);
+    all.extend_from_slice(args);
+    let r = run_raw(dir.path(), &all);
+    assert_eq!(
+        std::fs::read_dir(dir.path())?.count(),
+        0,
+        "verify-receipt wrote a file: {r:?}"
+    );
+    Ok(r)
+}
+
+/// A receipt for row 2 against `cp1` in `receipt`, row 2 and row 3 as `--json audit` prints them
+/// in `row2.json` and `row3.json`; returns the receipt's text.
+fn receipt_and_rows(fx: &Fixture) -> TestResult<String> {
+    let receipt = ok(
+        fx,
+        &["audit", "prove", "2", "--checkpoint", &path(fx, "cp1")],
+    )?;
+    std::fs::write(fx.dir().join("receipt"), &receipt)?;
+    for seq in [2, 3] {
+        let before = (seq + 1).to_string();
+        let row = &ok_json_array(fx, &["audit", "--before", &before, "--limit", "1"])?[0];
+        assert_eq!(row["seq"], seq);
+        std::fs::write(fx.dir().join(format!("row{seq}.json")), row.to_string())?;
+    }
+    Ok(receipt)
+}
+
+/// The report line of `check` (`signature`, `row`, `inclusion`) in `out`.
+fn report_line<'a>(out: &'a str, check: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.split_whitespace().next() == Some(check))
+        .unwrap_or_else(|| panic!("no {check} line in {out:?}"))
+}
+
+fn audit_verify_receipt_passes_a_receipt_from_prove_offline_with_its_own_row_or_a_row_file(
+    engine: Engine,
+) -> TestResult {
+    let Some((fx, verifier)) = signed_ledger(engine)? else {
+        return Ok(());
+    };
+    let receipt_text = receipt_and_rows(&fx)?;
+    let receipt = path(&fx, "receipt");
+    let row2 = path(&fx, "row2.json");
+    std::fs::write(fx.dir().join("v.pub"), &verifier)?;
+    let key_file = path(&fx, "v.pub");
+    for args in [
+        vec![receipt.as_str(), "--verifier-key", &verifier],
+        vec![&receipt, "--verifier-key", &verifier, "--row", &row2],
+        vec![&receipt, "--verifier-key", &key_file],
+    ] {
+        let r = verify_receipt_offline(false, &args)?;
+        assert_eq!(r.status.code(), Some(0), "{args:?}: {r:?}");
+        assert_eq!(r.stderr, "", "{args:?}");
+        for check in ["signature", "row", "inclusion"] {
+            assert!(
+                report_line(&r.stdout, check).contains("valid"),
+                "{check}: {}",
+                r.stdout
+            );
+        }
+        let last = r.stdout.lines().last().unwrap_or_default();
+        assert!(last.starts_with("OK: "), "{}", r.stdout);
+        assert!(last.contains("row 2"), "{last}");
+        assert_eq!(r.stdout.lines().count(), 4, "{}", r.stdout);
+    }
+    // --json prints the library's ReceiptCheck, exactly.
+    let r = verify_receipt_offline(true, &[&receipt, "--verifier-key", &verifier])?;
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    let printed: Value = serde_json::from_str(&r.stdout)?;
+    let key: session_ledger::VerifierKey = verifier.parse()?;
+    let expected =
+        serde_json::to_value(session_ledger::verify_receipt(&receipt_text, None, &key)?)?;
+    assert_eq!(printed, expected);
+    assert_eq!(printed["ok"], true);
+    assert_eq!(printed["seq"], 2);
+    Ok(())
+}
+
+/// `text` with the first proof line of the receipt (the line after `index`) changed in one bit.
+fn with_a_proof_hash_changed(text: &str) -> TestResult<String> {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("index "))
+        .ok_or("no index line")?
+        + 1;
+    let mut hash = engine.decode(&lines[at])?;
+    assert_eq!(hash.len(), 32, "the receipt has no proof line: {text}");
+    hash[0] ^= 1;
+    lines[at] = engine.encode(hash);
+    Ok(lines.join("\n"))
+}
+
+fn audit_verify_receipt_fails_a_tampered_receipt_a_wrong_key_and_another_row_naming_the_check(
+    engine: Engine,
+) -> TestResult {
+    let Some((fx, verifier)) = signed_ledger(engine)? else {
+        return Ok(());
+    };
+    let receipt_text = receipt_and_rows(&fx)?;
+    let receipt = path(&fx, "receipt");
+    std::fs::write(
+        fx.dir().join("tampered"),
+        with_a_proof_hash_changed(&receipt_text)?,
+    )?;
+    // A row with one field changed: its own hash no longer matches it.
+    let mut forged: Value =
+        serde_json::from_str(&std::fs::read_to_string(fx.dir().join("row2.json"))?)?;
+    forged["actor"] = "mallory".into();
+    std::fs::write(fx.dir().join("forged.json"), forged.to_string())?;
+    let stranger = ok(
+        &fx,
+        &[
+            "checkpoint",
+            "keygen",
+            "--key",
+            &path(&fx, "other.key"),
+            "--name",
+            "example.com/ledger",
+        ],
+    )?;
+    let (tampered, row3, forged) = (
+        path(&fx, "tampered"),
+        path(&fx, "row3.json"),
+        path(&fx, "forged.json"),
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![&tampered, "--verifier-key", &verifier], "inclusion"),
+        (
+            vec![&receipt, "--verifier-key", stranger.trim()],
+            "signature",
+        ),
+        (
+            vec![&receipt, "--verifier-key", &verifier, "--row", &row3],
+            "row",
+        ),
+        (
+            vec![&receipt, "--verifier-key", &verifier, "--row", &forged],
+            "row",
+        ),
+    ];
+    for (args, failed) in cases {
+        let r = verify_receipt_offline(false, &args)?;
+        assert_eq!(r.status.code(), Some(1), "{args:?}: {r:?}");
+        assert!(
+            report_line(&r.stdout, failed).contains("INVALID"),
+            "{args:?}: the {failed} check is not INVALID:\n{}",
+            r.stdout
+        );
+        let invalid = r
+            .stdout
+            .lines()
+            .filter(|l| !l.starts_with("FAILED: ") && l.contains("INVALID"))
+            .count();
+        assert_eq!(invalid, 1, "{args:?}:\n{}", r.stdout);
+        assert!(r
+            .stdout
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("FAILED: "));
+        assert_one_error_line(&r, &format!("{args:?}"));
+        assert_mentions(&r, &format!("the {failed} check"));
+        // --json: the ReceiptCheck, not ok, with why; the error as one JSON line.
+        let j = verify_receipt_offline(true, &args)?;
+        assert_eq!(j.status.code(), Some(1), "{args:?}: {j:?}");
+        let printed: Value = serde_json::from_str(&j.stdout)?;
+        assert_eq!(printed["ok"], false, "{printed}");
+        assert!(
+            printed["why"].as_str().is_some_and(|w| !w.is_empty()),
+            "{printed}"
+        );
+        assert_eq!(
+            json_error(&j, "verify-receipt --json")?["kind"],
+            "unverified_receipt"
+        );
+    }
+    // A file that is no receipt at all is an error, not a report.
+    let r = verify_receipt_offline(false, &[&row3, "--verifier-key", &verifier])?;
+    assert_clean_failure(&r, "verify-receipt of a row file");
+    assert_mentions(&r, "receipt");
+    Ok(())
+}
+
 /// The seqs of a feed's JSON lines.
 fn seqs(out: &str) -> Vec<i64> {
     out.lines()
@@ -413,6 +609,8 @@ fn check_names_the_row_whose_leaf_changed_after_a_rewrite() -> TestResult {
 engine_tests! {
     a_checkpoint_verifies_with_the_printed_verifier_key_and_the_state_moves_on_only_on_success,
     audit_prove_prints_a_receipt_that_checks_with_the_row_and_the_key,
+    audit_verify_receipt_passes_a_receipt_from_prove_offline_with_its_own_row_or_a_row_file,
+    audit_verify_receipt_fails_a_tampered_receipt_a_wrong_key_and_another_row_naming_the_check,
     audit_export_resumes_from_a_saved_seq_with_no_row_lost_or_repeated,
     audit_export_follow_prints_new_rows_as_they_are_written,
     audit_export_in_ocsf_maps_every_row_to_a_class_with_seq_and_hash,

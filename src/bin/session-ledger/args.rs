@@ -136,7 +136,7 @@ pub enum LedgerCommand {
     #[command(args_conflicts_with_subcommands = true)]
     Audit {
         /// `head`: print the chain's head (SEQ:HASH) to keep elsewhere; `prove`: a receipt for
-        /// one row; `export`: the rows as a feed.
+        /// one row; `verify-receipt`: check one offline; `export`: the rows as a feed.
         #[command(subcommand)]
         command: Option<AuditCommand>,
         #[command(flatten)]
@@ -339,6 +339,22 @@ pub enum AuditCommand {
         /// The checkpoint to prove against (a file); default the newest one the ledger signed.
         #[arg(long, value_name = "FILE")]
         checkpoint: Option<PathBuf>,
+    },
+    /// Check a receipt (as `audit prove` prints it) offline, with the verifier key alone: the
+    /// checkpoint's signature, the row, and its inclusion under the checkpoint's root; one line
+    /// per check, then a summary; exit 0 only when all pass. Needs no ledger.
+    VerifyReceipt {
+        /// The receipt (a file).
+        #[arg(value_name = "FILE")]
+        receipt: PathBuf,
+        /// The verifier key of the checkpoint's signer: its text (NAME+KEYID+BASE64), or a file
+        /// holding it.
+        #[arg(long, value_name = "KEY")]
+        verifier_key: String,
+        /// The row to check, as a file holding it as JSON (one row as `--json audit` prints
+        /// it); default the row the receipt carries.
+        #[arg(long, value_name = "ROWFILE")]
+        row: Option<PathBuf>,
     },
     /// Print the rows after SEQ in order, one JSON line each with its seq and hash, for audit
     /// tooling: restart with the last seq printed to go on with no row lost or repeated.

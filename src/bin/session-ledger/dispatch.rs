@@ -34,13 +34,15 @@ pub fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), 
 
 /// Runs `command` on the ledger of `ctx`: its library call, its output on `out` in `format`,
 /// and a note for the reader on `notes` (the next page of `audit --limit`, a ledger read as an
-/// immutable copy). A `verify` or `check` that found problems prints its report and then fails.
+/// immutable copy). A `verify`, `check` or `audit verify-receipt` that found problems prints its
+/// report and then fails.
 /// Returns what was printed.
 ///
 /// # Errors
 ///
 /// The ledger's error, a combination of arguments the command refuses, a failed write to `out`,
-/// or [`CliError::Unverified`] and [`CliError::CheckFailed`] after their report.
+/// or [`CliError::Unverified`], [`CliError::CheckFailed`], [`CliError::CheckpointUnverified`]
+/// and [`CliError::ReceiptUnverified`] after their report.
 pub fn ledger(
     ctx: &Context<'_>,
     format: Format,
@@ -87,6 +89,13 @@ pub fn ledger(
         Report::CheckpointVerified { verification, .. } if !verification.ok => {
             Err(CliError::CheckpointUnverified)
         }
+        Report::ReceiptChecked {
+            check,
+            failed: Some(failed),
+        } => Err(CliError::ReceiptUnverified {
+            check: failed.as_str(),
+            why: check.why.clone().unwrap_or_default(),
+        }),
         _ => Ok(report),
     }
 }
@@ -113,6 +122,15 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             command: Some(AuditCommand::Prove { seq, checkpoint }),
             ..
         } => audit::prove(ctx, *seq, checkpoint.as_deref()),
+        LedgerCommand::Audit {
+            command:
+                Some(AuditCommand::VerifyReceipt {
+                    receipt,
+                    verifier_key,
+                    row,
+                }),
+            ..
+        } => audit::verify_receipt(receipt, verifier_key, row.as_deref()),
         LedgerCommand::Audit {
             command: Some(AuditCommand::Export { .. }),
             ..

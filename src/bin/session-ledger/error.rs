@@ -23,6 +23,9 @@ pub enum CliError {
     CheckpointUnverified,
     #[error("the ledger check found problems")]
     CheckFailed,
+    /// `audit verify-receipt`: the check named failed, for the reason given.
+    #[error("the receipt does not check out: the {check} check is INVALID: {why}")]
+    ReceiptUnverified { check: &'static str, why: String },
     /// `init` was given a ledger in a folder that does not exist (`exists` false) or in a path
     /// that is not a folder.
     #[error("{}", no_folder(folder, ledger, *exists))]
@@ -82,6 +85,7 @@ impl CliError {
             CliError::Unverified => "unverified_chain",
             CliError::CheckpointUnverified => "unverified_checkpoint",
             CliError::CheckFailed => "check_failed",
+            CliError::ReceiptUnverified { .. } => "unverified_receipt",
             CliError::NoFolder { .. } => "no_folder",
         }
     }

@@ -12,8 +12,9 @@ use std::io::Write;
 use serde_json::json;
 use session_ledger::{
     AuditEntry, AuditHead, CheckReport, CheckpointVerification, CommandPattern, Copied, Created,
-    Decision, EpochStart, Explanation, PatternTest, Posture, RaiseOutcome, RecordedCheckpoint,
-    Revocation, Scope, Session, SessionState, SignedCheckpoint, TreeNode, Verification,
+    Decision, EpochStart, Explanation, PatternTest, Posture, RaiseOutcome, ReceiptCheck,
+    RecordedCheckpoint, Revocation, Scope, Session, SessionState, SignedCheckpoint, TreeNode,
+    Verification,
 };
 
 use crate::error::CliError;
@@ -107,8 +108,43 @@ pub enum Report {
     },
     /// `audit prove`: the receipt's text.
     Receipt { seq: i64, text: String },
+    /// `audit verify-receipt`: the library's check, and which of its checks failed, if one did.
+    ReceiptChecked {
+        check: ReceiptCheck,
+        failed: Option<ReceiptStep>,
+    },
     /// `audit export`, which printed as it went.
     Exported,
+}
+
+/// The checks of a receipt, in the order they are made (and ordered so); a check after a
+/// failed one is not made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ReceiptStep {
+    /// The checkpoint is signed by the verifier key.
+    Signature,
+    /// The row is the receipt's row, and its own hash matches its fields.
+    Row,
+    /// The proof puts the row's leaf at its index under the checkpoint's root.
+    Inclusion,
+}
+
+impl ReceiptStep {
+    /// Every check, in order.
+    pub const ALL: [ReceiptStep; 3] = [
+        ReceiptStep::Signature,
+        ReceiptStep::Row,
+        ReceiptStep::Inclusion,
+    ];
+
+    /// The check's name, first on its report line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiptStep::Signature => "signature",
+            ReceiptStep::Row => "row",
+            ReceiptStep::Inclusion => "inclusion",
+        }
+    }
 }
 
 /// How a command prints its output.
@@ -271,6 +307,9 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
             json_line(out, &json!({ "seq": seq, "receipt": text }))
         }
         Report::Receipt { text, .. } => Ok(write!(out, "{text}")?),
+        Report::ReceiptChecked { check, failed } => emit(out, json, check, || {
+            checkpoints::describe_receipt(check, *failed)
+        }),
         Report::Exported => Ok(()),
     }
 }

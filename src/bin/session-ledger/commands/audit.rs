@@ -1,17 +1,19 @@
 //! The commands on the audit trail: the listing (`audit`), its head (`audit head`), the chain
-//! walked (`verify`), a receipt for one row (`audit prove`), the trail as a feed (`audit
-//! export`), and the whole ledger checked (`check`).
+//! walked (`verify`), a receipt for one row (`audit prove`) and its offline check (`audit
+//! verify-receipt`), the trail as a feed (`audit export`), and the whole ledger checked
+//! (`check`).
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use session_ledger::{AuditHead, AuditQuery, Error, InputError};
+use serde_json::Value;
+use session_ledger::{AuditHead, AuditQuery, Error, InputError, Receipt, ReceiptCheck};
 
 use crate::args::AuditFilters;
-use crate::context::{open_for_reading, read_file, Context};
+use crate::context::{open_for_reading, read_file, verifier_key, Context};
 use crate::error::CliError;
-use crate::render::Report;
+use crate::render::{ReceiptStep, Report};
 
 /// `audit`: one page of the rows `filters` select, the newest `--limit` of them, and where the
 /// next page starts.
@@ -86,6 +88,87 @@ pub fn prove(ctx: &Context<'_>, seq: i64, checkpoint: Option<&Path>) -> Result<R
         seq,
         text: receipt.to_text(),
     })
+}
+
+/// `audit verify-receipt`: the receipt in the file `receipt` checked offline with `key` (its
+/// text, or a file holding it), for the row in the file `row` (JSON) or else the receipt's own,
+/// by the library's [`session_ledger::verify_receipt`]; and, when it fails, which of its checks
+/// did. Opens no ledger.
+pub fn verify_receipt(receipt: &Path, key: &str, row: Option<&Path>) -> Result<Report, CliError> {
+    let text = read_file(receipt, "the receipt")?;
+    let key = verifier_key(key)?;
+    let row = row.map(read_row).transpose()?;
+    let check = session_ledger::verify_receipt(&text, row.as_ref(), &key)?;
+    let failed = if check.ok {
+        None
+    } else {
+        let carried = Receipt::parse(&text)?.row;
+        Some(failed_step(&check, row.as_ref().or(carried.as_ref())))
+    };
+    Ok(Report::ReceiptChecked { check, failed })
+}
+
+/// The row in the file `path`: one JSON object, as `--json audit` prints each row.
+fn read_row(path: &Path) -> Result<Value, CliError> {
+    let text = read_file(path, "the row file")?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(row @ Value::Object(_)) => Ok(row),
+        _ => Err(CliError::Usage(format!(
+            "the row file {} does not hold one row as a JSON object (as `--json-lines audit` \
+             prints one a line)",
+            path.display()
+        ))),
+    }
+}
+
+/// Which check of a receipt that did not check out failed. The library stops at the first and
+/// says why in words; which one it was is read from what it found: no checkpoint means the
+/// signature; else a row that is not the receipt's row, or whose own hash does not match its
+/// fields (recomputed here with [`session_ledger::chain_hash`], as the library does), means
+/// the row; else the proof did not put the row under the checkpoint's root.
+fn failed_step(check: &ReceiptCheck, row: Option<&Value>) -> ReceiptStep {
+    if check.checkpoint.is_none() {
+        ReceiptStep::Signature
+    } else if !row.is_some_and(|row| row_hash_matches(row, check.seq)) {
+        ReceiptStep::Row
+    } else {
+        ReceiptStep::Inclusion
+    }
+}
+
+/// True when `row` is row `seq` and its `hash` is the chain hash of its own fields.
+fn row_hash_matches(row: &Value, seq: i64) -> bool {
+    let text = |key: &str| row.get(key).and_then(Value::as_str);
+    let session = match row.get("session") {
+        None | Some(Value::Null) => Some(None),
+        Some(v) => v.as_str().map(Some),
+    };
+    let fields = (
+        row.get("seq").and_then(Value::as_i64),
+        text("prev_hash"),
+        text("at"),
+        text("actor"),
+        text("kind"),
+        session,
+        row.get("detail"),
+        text("hash"),
+    );
+    let (
+        Some(row_seq),
+        Some(prev),
+        Some(at),
+        Some(actor),
+        Some(kind),
+        Some(session),
+        Some(detail),
+        Some(hash),
+    ) = fields
+    else {
+        return false;
+    };
+    row_seq == seq
+        && session_ledger::chain_hash(prev, row_seq, at, actor, kind, session, &detail.to_string())
+            == hash
 }
 
 /// How many rows one read of the feed takes.

@@ -1,12 +1,12 @@
 //! The text of checkpoints: the list of those the ledger signed, and a verification against
 //! one, a line per check in the manner of an audit tool (what, where, and valid or INVALID with
-//! why), then a summary line.
+//! why), then a summary line; and a receipt checked offline, in the same manner.
 
 use std::io::Write;
 
-use session_ledger::{CheckpointVerification, RecordedCheckpoint};
+use session_ledger::{CheckpointVerification, ReceiptCheck, RecordedCheckpoint};
 
-use super::count;
+use super::{count, ReceiptStep};
 use crate::error::CliError;
 
 /// `checkpoint list`'s text: one line per checkpoint.
@@ -57,6 +57,51 @@ pub fn describe(v: &CheckpointVerification, saved: Option<&str>) -> String {
             "FAILED: {failed} of {checks} INVALID against {against}; the trail has {} rows",
             v.head.seq
         )
+    });
+    lines.join("\n")
+}
+
+/// `audit verify-receipt`'s text: a line per check (valid, INVALID with why, or not checked
+/// after a failed one), then a summary.
+pub fn describe_receipt(c: &ReceiptCheck, failed: Option<ReceiptStep>) -> String {
+    let seq = c.seq;
+    let against = c.checkpoint.as_ref().map_or_else(
+        || "the checkpoint".to_owned(),
+        |cp| format!("checkpoint {} at size {}", cp.origin, cp.size),
+    );
+    let why = c.why.as_deref().unwrap_or("unknown");
+    let mut lines = Vec::new();
+    for step in ReceiptStep::ALL {
+        let (place, valid) = match step {
+            ReceiptStep::Signature => (against.clone(), "signed by the verifier key's signer"),
+            ReceiptStep::Row => (
+                format!("row {seq}"),
+                "the receipt's row, and its hash matches its fields",
+            ),
+            ReceiptStep::Inclusion => (
+                match &c.checkpoint {
+                    Some(cp) => format!("row {seq} of {}", cp.size),
+                    None => format!("row {seq}"),
+                },
+                "the proof puts the row under the checkpoint's root",
+            ),
+        };
+        let status = match failed {
+            Some(f) if f == step => format!("INVALID: {why}"),
+            Some(f) if f < step => "not checked".to_owned(),
+            _ => format!("valid: {valid}"),
+        };
+        lines.push(format!("{:<12} {:<40} {status}", step.as_str(), place));
+    }
+    lines.push(match failed {
+        None => format!(
+            "OK: {} valid: row {seq} is in {against}",
+            count(ReceiptStep::ALL.len(), "check", "checks")
+        ),
+        Some(f) => format!(
+            "FAILED: the {} check is INVALID: row {seq} is not proved to be in {against}",
+            f.as_str()
+        ),
     });
     lines.join("\n")
 }
