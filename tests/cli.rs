@@ -591,6 +591,115 @@ fn tree_json_is_an_array_of_every_session_with_its_depth_and_of_none_an_empty_on
     Ok(())
 }
 
+/// The lines a running command prints on stdout, read on a thread of their own so that a test
+/// can wait for the next one with a deadline, and can tell that none came.
+struct Lines {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Lines {
+    /// Starts `session-ledger --db DB ARGS...` with its stdout read line by line.
+    fn start(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Lines> {
+        use std::io::BufRead;
+        let mut child = command(db, args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Lines { child, lines })
+    }
+
+    /// The next line, waiting up to a minute for it.
+    fn next(&self) -> TestResult<String> {
+        Ok(self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .map_err(|e| format!("no next line: {e}"))?)
+    }
+
+    /// The next `n` lines.
+    fn take(&self, n: usize) -> TestResult<Vec<String>> {
+        (0..n).map(|_| self.next()).collect()
+    }
+
+    /// True when no line comes within `wait`.
+    fn quiet_for(&self, wait: std::time::Duration) -> bool {
+        self.lines.recv_timeout(wait).is_err()
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tree_watch_draws_the_tree_again_each_time_the_ledger_changes_and_only_then(
+    engine: Engine,
+) -> TestResult {
+    let Some(fx) = branching_on(engine)? else {
+        return Ok(());
+    };
+    let lines_of = |out: String| out.lines().map(str::to_owned).collect::<Vec<_>>();
+    let watch = Lines::start(&fx, &["tree", "--watch", "--interval", "50"])?;
+    // Not a terminal: each drawing starts with a separator line, then the tree as `tree` draws it.
+    let first = watch.next()?;
+    assert!(first.starts_with("--- "), "no separator first: {first:?}");
+    let drawn = lines_of(ok(&fx, &["tree"])?);
+    assert_eq!(watch.take(drawn.len())?, drawn);
+    // Nothing changed, nothing is drawn, however many times the head is looked at.
+    assert!(
+        watch.quiet_for(std::time::Duration::from_millis(400)),
+        "drew again with no change"
+    );
+    // Another process changes the ledger: the tree is drawn again, with the new child.
+    ok(&fx, &["create", "w3", "--by", "conductor"])?;
+    let separator = watch.next()?;
+    assert!(separator.starts_with("--- "), "no separator: {separator:?}");
+    assert_ne!(separator, first, "the separator names the head it drew");
+    let drawn = lines_of(ok(&fx, &["tree"])?);
+    assert!(drawn.iter().any(|l| l.contains("w3")), "{drawn:?}");
+    assert_eq!(watch.take(drawn.len())?, drawn);
+    drop(watch);
+
+    // --json: one array a line, a drawing each, as `--json tree` prints it.
+    let watch = Lines::start(&fx, &["--json", "tree", "--watch", "--interval", "50"])?;
+    let first: Value = serde_json::from_str(&watch.next()?)?;
+    assert_eq!(first, ok_json(&fx, &["tree"])?);
+    ok(&fx, &["end", "w3"])?;
+    let second: Value = serde_json::from_str(&watch.next()?)?;
+    assert_eq!(second, ok_json(&fx, &["tree"])?);
+    assert_ne!(first, second);
+    Ok(())
+}
+
+#[test]
+fn tree_watch_refuses_json_lines_and_interval_needs_watch() -> TestResult {
+    let fx = Fixture::init()?;
+    for args in [
+        &["--json-lines", "tree", "--watch"][..],
+        &["tree", "--interval", "50"],
+        &["tree", "--watch", "--interval", "0"],
+    ] {
+        let r = refused_unchanged(&fx.db, args)?;
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {}", r.stderr);
+    }
+    let r = run(&fx.db, &["--json-lines", "tree", "--watch"]);
+    assert_mentions(&r, "--json");
+    Ok(())
+}
+
 // ------------------------------------------------------------------------------------------------
 // errors: exit codes, and where and how they are printed
 // ------------------------------------------------------------------------------------------------
@@ -1164,4 +1273,5 @@ engine_tests! {
     the_actor_is_actor_else_session_ledger_actor_else_a_valid_user_else_operator,
     tree_draws_every_root_or_one_subtree_with_each_sessions_label_posture_and_state,
     tree_json_is_an_array_of_every_session_with_its_depth_and_of_none_an_empty_one,
+    tree_watch_draws_the_tree_again_each_time_the_ledger_changes_and_only_then,
 }

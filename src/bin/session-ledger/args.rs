@@ -131,6 +131,22 @@ pub enum LedgerCommand {
     Tree {
         /// The session at the top; all roots when omitted.
         id: Option<String>,
+        /// Draw it again each time the ledger changes, until interrupted. Each drawing starts
+        /// with a line `--- tree at audit row SEQ, drawn TIME ---` (on a terminal, after the
+        /// screen is cleared); with --json, each drawing is one array on a line of its own
+        /// (--json-lines is refused).
+        #[arg(long)]
+        watch: bool,
+        /// With --watch, how often to look for a change (one read of the audit trail's head),
+        /// in milliseconds.
+        #[arg(
+            long,
+            value_name = "MS",
+            default_value_t = 1000,
+            requires = "watch",
+            value_parser = clap::value_parser!(u64).range(1..)
+        )]
+        interval: u64,
     },
     /// List the audit trail, oldest first.
     #[command(args_conflicts_with_subcommands = true)]

@@ -69,6 +69,18 @@ pub fn ledger(
             std::time::Duration::from_millis(*poll),
             out,
         )?,
+        // So does a watched tree, drawn again at each change until stopped.
+        LedgerCommand::Tree {
+            id,
+            watch: true,
+            interval,
+        } => sessions::watch_tree(
+            ctx,
+            id.as_deref(),
+            std::time::Duration::from_millis(*interval),
+            format,
+            out,
+        )?,
         _ => execute(ctx, command)?,
     };
     render::report(out, format, &report)?;
@@ -113,7 +125,7 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             actor,
         } => sessions::raise(ctx, id, taint.as_deref(), *untrusted, actor),
         LedgerCommand::End { id, actor } => sessions::end(ctx, id, actor),
-        LedgerCommand::Tree { id } => sessions::tree(ctx, id.as_deref()),
+        LedgerCommand::Tree { id, .. } => sessions::tree(ctx, id.as_deref()),
         LedgerCommand::Audit {
             command: Some(AuditCommand::Head),
             ..
