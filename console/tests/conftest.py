@@ -27,7 +27,7 @@ import socket
 import subprocess
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, List
 
@@ -127,12 +127,16 @@ class Console:
 
 
 def serve(place: Place, policy: Policy, **options: Any) -> Console:
-    """Starts the console on a free port of 127.0.0.1 and waits until it listens."""
-    app = create_app(place.target, policy, **options)
+    """Starts the console on a free port of 127.0.0.1 and waits until it listens. The console
+    learns the address it listens on, as the command line tells it, and uvicorn rewrites no
+    address from a proxy's headers, as with the command line."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
+    app = create_app(place.target, replace(policy, listen=("127.0.0.1", port)), **options)
+    config = uvicorn.Config(
+        app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on", proxy_headers=False
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

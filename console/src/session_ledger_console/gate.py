@@ -2,12 +2,18 @@
 
 The gate is an ASGI middleware in front of every route. For each request it:
 
+- refuses a request for a host that is not the console's own (421; 400 without one, or with two):
+  the host of ``--public-origin``, or the address and port it listens on. A page fetched by a
+  name that the attacker's DNS points at the console (DNS rebinding) is never served;
 - identifies the operator: by the session cookie that the start-up link's token set (the token
   is printed when the console starts, as Jupyter prints its own), or by the header a trusted
-  reverse proxy sets, named explicitly with ``--trust-header`` (then no token is accepted);
+  reverse proxy sets, named explicitly with ``--trust-header`` (then no token is accepted), and
+  taken only from the proxy's own address (``--trusted-proxy``, loopback by default) and only
+  once per request;
 - refuses a request without a credential, or with a wrong one (401), and an operator name that
   cannot be an actor of the ledger (403);
-- refuses a state-changing request (any method but GET and HEAD) from another origin, or
+- refuses a state-changing request (any method but GET and HEAD) from an origin that is not
+  one of the console's own (never compared with what the request says its host is), or
   without the CSRF token of the operator's current console session (403): a token of an
   earlier session, one that a later login replaced, is stale;
 - adds the security headers to every response: a Content-Security-Policy that allows scripts
@@ -18,13 +24,14 @@ Routes find the operator in ``request.state.operator``.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import secrets
 import threading
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
-from urllib.parse import parse_qs, urlencode
+from typing import Any, Awaitable, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 Scope = Dict[str, Any]
 Message = Dict[str, Any]
@@ -97,6 +104,159 @@ class Policy:
     public_origin: Optional[str] = None
     #: Mark the cookie ``Secure`` (the console is served over HTTPS by a proxy).
     secure_cookie: bool = False
+    #: The address and port the console listens on, known once its socket is bound: with the
+    #: public origin, what a request's ``Host`` and ``Origin`` may name.
+    listen: Optional[Tuple[str, int]] = None
+    #: The addresses (or networks, ``10.0.0.0/8``) the trusted header is taken from; empty:
+    #: loopback only.
+    trusted_proxies: Tuple[str, ...] = ()
+
+
+#: How the console's own addresses are named in ``Host`` and ``Origin``: a host name in lower
+#: case or an IP address in its compressed form, and a port.
+Authority = Tuple[str, int]
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_.-]{0,251}[a-z0-9_])?\Z")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def _ip(text: str) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and a loopback address: a listener only this machine reaches."""
+    address = _ip(host.strip("[]"))
+    return host.lower() == "localhost" or bool(address and address.is_loopback)
+
+
+def _canonical_host(host: str) -> Optional[str]:
+    """A host as ``Host`` or ``Origin`` names it, in one form: an IP address compressed (without
+    brackets), a name in lower case; ``None`` when it is neither."""
+    address = _ip(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+    if address is not None:
+        if ":" in host and not host.startswith("["):
+            return None  # an IPv6 address in a Host header is always in brackets
+        return address.compressed
+    host = host.lower()
+    return host if HOST_NAME.match(host) else None
+
+
+def parse_authority(value: str) -> Optional[Tuple[str, Optional[int]]]:
+    """``host``, ``host:port``, ``[v6]:port`` as a request's ``Host`` carries it: the host in its
+    canonical form and the port (``None`` when not given); ``None`` when malformed."""
+    if value.startswith("["):
+        end = value.find("]")
+        host, rest = value[: end + 1], value[end + 1 :]
+        if end < 0 or (rest and not rest.startswith(":")):
+            return None
+        port_text = rest[1:] if rest else None
+    else:
+        host, colon, port_text_ = value.partition(":")
+        port_text = port_text_ if colon else None
+    port: Optional[int] = None
+    if port_text is not None:
+        if not (port_text.isascii() and port_text.isdigit() and len(port_text) <= 5):
+            return None
+        port = int(port_text)
+        if not 0 < port < 65536:
+            return None
+    canonical = _canonical_host(host)
+    return None if canonical is None else (canonical, port)
+
+
+@dataclass(frozen=True)
+class OwnAddresses:
+    """The console's own origins: the public origin, and the listening address (each loopback
+    name for a loopback listener; for one that listens on every address, any IP address with
+    its port, since a name is what DNS rebinding brings and an address is not).
+
+    Checked against a request's ``Host`` (reads included) and a change's ``Origin``; the
+    request's own ``Host`` is never the reference."""
+
+    #: (scheme, host, port) of each own origin.
+    origins: FrozenSet[Tuple[str, str, int]]
+    #: The port of a listener on every address, whose hosts are IP addresses: ``None`` if not.
+    any_address_port: Optional[int]
+
+    @staticmethod
+    def of(policy: Policy) -> "OwnAddresses":
+        origins = set()
+        wildcard = None
+        if policy.public_origin:
+            parts = urlsplit(policy.public_origin)
+            if parts.scheme not in DEFAULT_PORTS or not parts.hostname or parts.path.strip("/") or parts.query:
+                raise ValueError(f"the public origin {policy.public_origin!r} is not http(s)://HOST[:PORT]")
+            host = _canonical_host(parts.hostname)
+            if host is None:
+                raise ValueError(f"the public origin {policy.public_origin!r} has no host a browser names")
+            origins.add((parts.scheme, host, parts.port or DEFAULT_PORTS[parts.scheme]))
+        if policy.listen is not None:
+            host, port = policy.listen
+            if host.strip("[]") in WILDCARDS:
+                wildcard = port
+                hosts: Sequence[str] = LOOPBACK_NAMES
+            elif is_loopback(host):
+                hosts = LOOPBACK_NAMES
+            else:
+                hosts = [host]
+            for name in hosts:
+                canonical = _canonical_host(name if ":" not in name or name.startswith("[") else f"[{name}]")
+                if canonical is not None:
+                    origins.add(("http", canonical, port))
+        if not origins:
+            raise ValueError("the console must know its own origin: the address it listens on, or --public-origin")
+        return OwnAddresses(frozenset(origins), wildcard)
+
+    def _owns(self, scheme: Optional[str], host: str, port: Optional[int]) -> bool:
+        for own_scheme, own_host, own_port in self.origins:
+            if scheme is not None and scheme != own_scheme:
+                continue
+            if host == own_host and (port == own_port or (port is None and own_port == DEFAULT_PORTS[own_scheme])):
+                return True
+        if self.any_address_port is not None and scheme in (None, "http") and _ip(host) is not None:
+            return port == self.any_address_port or (port is None and self.any_address_port == 80)
+        return False
+
+    def host(self, value: str) -> bool:
+        """True when a ``Host`` header names the console."""
+        parsed = parse_authority(value)
+        return parsed is not None and self._owns(None, *parsed)
+
+    def origin(self, value: str) -> bool:
+        """True when an ``Origin`` header is one of the console's own."""
+        parts = urlsplit(value)
+        if parts.scheme not in DEFAULT_PORTS or parts.path or parts.query or parts.username:
+            return False
+        parsed = parse_authority(parts.netloc)
+        if parsed is None:
+            return False
+        host, port = parsed
+        return self._owns(parts.scheme, host, port if port is not None else DEFAULT_PORTS[parts.scheme])
+
+
+def trusted_networks(policy: Policy) -> List[Union[ipaddress.IPv4Network, ipaddress.IPv6Network]]:
+    """The proxy addresses of ``--trusted-proxy`` as networks (raises ``ValueError`` for one
+    that is not an address or a network); empty for loopback only."""
+    return [ipaddress.ip_network(a, strict=False) for a in policy.trusted_proxies]
+
+
+def _from_proxy(scope: Scope, networks: Sequence[Union[ipaddress.IPv4Network, ipaddress.IPv6Network]]) -> bool:
+    """True when the request's peer (the TCP address, never a header) is a trusted proxy."""
+    client = scope.get("client")
+    address = _ip(str(client[0])) if client else None
+    if address is None:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if not networks:
+        return address.is_loopback
+    return any(address in network for network in networks)
 
 
 class Sessions:
@@ -121,11 +281,23 @@ class Sessions:
             self._by_id.pop(sid, None)
 
 
+def _headers(scope: Scope, name: bytes) -> List[str]:
+    """Every value of the header ``name`` (lower case), in order."""
+    return [str(value.decode("latin-1")) for key, value in scope.get("headers", []) if key.lower() == name]
+
+
 def _header(scope: Scope, name: bytes) -> Optional[str]:
-    for key, value in scope.get("headers", []):
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
+    values = _headers(scope, name)
+    return values[0] if values else None
+
+
+def _single(scope: Scope, name: bytes, label: str) -> Optional[str]:
+    """The value of a header that must come at most once (400 when it comes twice: which one
+    counts would depend on who reads it)."""
+    values = _headers(scope, name)
+    if len(values) > 1:
+        raise Refused(400, f"Refused: {label} twice", f"This request carries {label} more than once.")
+    return values[0] if values else None
 
 
 def _cookie(scope: Scope) -> Optional[str]:
@@ -139,14 +311,6 @@ def _cookie(scope: Scope) -> Optional[str]:
         return None
     morsel = jar.get(COOKIE)
     return morsel.value if morsel else None
-
-
-def _origin_of(scope: Scope, policy: Policy) -> str:
-    """The console's own origin, as the browser addresses it."""
-    if policy.public_origin:
-        return policy.public_origin.rstrip("/")
-    host = _header(scope, b"host") or ""
-    return f"{scope.get('scheme', 'http')}://{host}"
 
 
 class Gate:
@@ -163,6 +327,8 @@ class Gate:
         self.policy = policy
         self.sessions = sessions
         self.render_refusal = render_refusal
+        self.own = OwnAddresses.of(policy)
+        self.proxies = trusted_networks(policy)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -183,6 +349,7 @@ class Gate:
             await send(message)
 
         try:
+            self._check_host(scope)
             if scope["path"].startswith("/static/"):
                 await self.app(scope, receive, send_with_headers)
                 return
@@ -200,6 +367,22 @@ class Gate:
             await self._refuse(refused, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
+
+    def _check_host(self, scope: Scope) -> None:
+        """Refuses a request whose ``Host`` is not the console's own: 400 without one (or with
+        two), 421 for another host."""
+        host = _single(scope, b"host", "Host")
+        if not host:
+            raise Refused(400, "Refused: no host", "This request does not say which host it is for.")
+        if parse_authority(host) is None:
+            raise Refused(400, "Refused: malformed host", "This request's Host header is not a host and port.")
+        if not self.own.host(host):
+            raise Refused(
+                421,
+                "Refused: not this console's host",
+                "This console answers only to its own address; this request was sent to another "
+                "name (a link through another name, or a page whose name was pointed at it).",
+            )
 
     def _cookie_header(self, value: str, max_age: Optional[int] = None) -> bytes:
         parts = [f"{COOKIE}={value}", "Path=/", "HttpOnly", "SameSite=Strict"]
@@ -249,7 +432,14 @@ class Gate:
                     "that the console printed when it started.",
                 )
             return session
-        name = _header(scope, header.lower().encode("latin-1"))
+        name = _single(scope, header.lower().encode("latin-1"), header)
+        if name is not None and not _from_proxy(scope, self.proxies):
+            raise Refused(
+                403,
+                "Refused: not from the proxy",
+                f"This console takes {header} only from its reverse proxy; this request came "
+                "from another address.",
+            )
         if not name:
             raise Refused(
                 401,
@@ -276,14 +466,13 @@ class Gate:
     async def _check_change(self, scope: Scope, receive: Receive, operator: Operator) -> Receive:
         """Refuses a change from another origin or without the current CSRF token; returns a
         `receive` that replays the form it read."""
-        expected = _origin_of(scope, self.policy)
-        origin = _header(scope, b"origin")
-        if origin is not None and origin != expected:
+        origin = _single(scope, b"origin", "Origin")
+        if origin is not None and not self.own.origin(origin):
             raise Refused(
                 403,
                 "Refused: another origin",
-                f"A change may only come from this console's own pages ({expected}); this one "
-                f"came from {origin}.",
+                "A change may only come from this console's own pages; this one came from "
+                f"{origin}.",
             )
         site = _header(scope, b"sec-fetch-site")
         if origin is None and site is not None and site not in ("same-origin", "none"):

@@ -1,0 +1,285 @@
+"""The console on a hostile network: requests as an attacker writes them, with curl's freedom
+(any Host, any Origin, headers twice, foreign cookies, malformed parameters), against the
+console serving a real ledger, on each engine. Each test states what the console does instead
+of what it did.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+
+from conftest import OPERATOR, TOKEN, Console, Place, serve, stop
+from session_ledger_console import Policy
+from session_ledger_console.gate import SECURITY_HEADERS
+
+PROXY_HEADER = "X-Forwarded-User"
+
+
+@dataclass
+class Answer:
+    """A response as the client saw it."""
+
+    status: int
+    headers: List[Tuple[str, str]]
+    body: str
+
+    def header(self, name: str) -> Optional[str]:
+        for key, value in self.headers:
+            if key.lower() == name.lower():
+                return value
+        return None
+
+    def cookie(self) -> str:
+        """The ``name=value`` of the cookie the response sets, or ``""``."""
+        return (self.header("set-cookie") or "").split(";")[0]
+
+
+def call(
+    console: Console,
+    method: str,
+    path: str,
+    headers: Sequence[Tuple[str, str]] = (),
+    body: bytes = b"",
+) -> Answer:
+    """One request as written, headers repeated if given twice; ``Host`` is the console's own
+    unless given."""
+    parts = urlsplit(console.url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        if not any(k.lower() == "host" for k, _ in headers):
+            conn.putheader("Host", parts.netloc)
+        for key, value in headers:
+            conn.putheader(key, value)
+        if method not in ("GET", "HEAD"):
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body if body else None)
+        response = conn.getresponse()
+        return Answer(response.status, response.getheaders(), response.read().decode("utf-8", "replace"))
+    finally:
+        conn.close()
+
+
+def form(fields: Dict[str, str]) -> Tuple[Tuple[str, str], bytes]:
+    return ("Content-Type", "application/x-www-form-urlencoded"), urlencode(fields).encode()
+
+
+def port_of(console: Console) -> int:
+    port = urlsplit(console.url).port
+    assert port is not None
+    return port
+
+
+def sign_in(console: Console) -> str:
+    """Follows the start-up link; returns the ``Cookie`` header value it set."""
+    answer = call(console, "GET", f"/?token={TOKEN}")
+    assert answer.status == 303, answer
+    return answer.cookie()
+
+
+def csrf_in(body: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', body)
+    assert found, "the page has a form"
+    return found.group(1)
+
+
+def assert_security_headers(answer: Answer, what: str = "") -> None:
+    for name, value in SECURITY_HEADERS:
+        assert answer.header(name.decode()) == value.decode(), f"{what}: {name.decode()} on {answer.status}"
+
+
+@pytest.fixture
+def proxied(place: Place) -> Iterator[Console]:
+    """The console behind a reverse proxy that names operators in ``X-Forwarded-User``."""
+    served = serve(place, Policy(token=None, operator=None, trust_header=PROXY_HEADER))
+    yield served
+    stop(served)
+
+
+# ------------------------------------------------------------------------ 1. Host and Origin
+
+
+def test_behind_the_proxy_a_request_for_another_host_is_refused_and_changes_nothing(proxied: Console) -> None:
+    proxied.ledger.create_root("conductor", actor=OPERATOR)
+    page = call(proxied, "GET", "/session/conductor", [(PROXY_HEADER, "bob")])
+    assert page.status == 200
+    # DNS rebinding: the attacker's name resolves to the console; the request says so in Host,
+    # and its Origin is the attacker's page, which matches that Host.
+    evil = f"evil.test:{urlsplit(proxied.url).port}"
+    head = proxied.ledger.audit_head()
+    content_type, body = form({"level": "trust", "confirm": "conductor", "csrf": csrf_in(page.body)})
+    refused = call(
+        proxied,
+        "POST",
+        "/session/conductor/grant",
+        [("Host", evil), ("Origin", f"http://{evil}"), (PROXY_HEADER, "bob"), content_type, ("Cookie", page.cookie())],
+        body,
+    )
+    assert refused.status == 421
+    assert_security_headers(refused, "a POST for another host")
+    read = call(proxied, "GET", "/audit", [("Host", evil), (PROXY_HEADER, "bob")])
+    assert read.status == 421 and "conductor" not in read.body
+    assert_security_headers(read, "a GET for another host")
+    assert proxied.ledger.audit_head() == head
+    assert proxied.ledger.posture("conductor") is None
+
+
+def test_with_a_public_origin_pages_are_served_to_that_host_and_the_listening_address_only(place: Place) -> None:
+    served = serve(
+        place,
+        Policy(token=None, operator=None, trust_header=PROXY_HEADER, public_origin="https://ledger-console.example"),
+    )
+    try:
+        port = urlsplit(served.url).port
+        for host, status in [
+            ("ledger-console.example", 200),
+            ("LEDGER-console.example:443", 200),
+            (f"127.0.0.1:{port}", 200),
+            ("evil.test", 421),
+            (f"evil.test:{port}", 421),
+            ("ledger-console.example:8443", 421),
+            ("ledger-console.example.evil.test", 421),
+        ]:
+            answer = call(served, "GET", "/audit", [("Host", host), (PROXY_HEADER, "bob")])
+            assert answer.status == status, host
+            assert_security_headers(answer, host)
+    finally:
+        stop(served)
+
+
+def test_a_loopback_console_answers_to_each_loopback_name_with_its_own_port_only(console: Console) -> None:
+    cookie = sign_in(console)
+    port = port_of(console)
+    for host, status in [
+        (f"127.0.0.1:{port}", 200),
+        (f"localhost:{port}", 200),
+        (f"[::1]:{port}", 200),
+        (f"localhost:{port + 1}", 421),
+        ("localhost", 421),
+        (f"127.0.0.2:{port}", 421),
+        (f"evil.test:{port}", 421),
+        ("", 400),
+        ("bad host:1", 400),
+    ]:
+        answer = call(console, "GET", "/", [("Host", host), ("Cookie", cookie)])
+        assert answer.status == status, host
+        assert_security_headers(answer, host)
+    twice = call(console, "GET", "/", [("Host", f"127.0.0.1:{port}"), ("Host", f"evil.test:{port}"), ("Cookie", cookie)])
+    assert twice.status == 400
+
+
+def test_a_change_must_come_from_the_consoles_own_origin_whatever_the_request_says_its_host_is(
+    console: Console,
+) -> None:
+    console.ledger.create_root("conductor", actor=OPERATOR)
+    cookie = sign_in(console)
+    csrf = csrf_in(call(console, "GET", "/session/conductor", [("Cookie", cookie)]).body)
+    port = port_of(console)
+    content_type, body = form({"level": "trust", "confirm": "conductor", "csrf": csrf})
+    for origin in [f"http://evil.test:{port}", "null", f"https://127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}"]:
+        answer = call(console, "POST", "/session/conductor/grant", [("Origin", origin), ("Cookie", cookie), content_type], body)
+        assert answer.status == 403, origin
+    assert console.ledger.posture("conductor") is None
+    answer = call(
+        console, "POST", "/session/conductor/grant", [("Origin", f"http://localhost:{port}"), ("Cookie", cookie), content_type], body
+    )
+    assert answer.status == 303
+    assert console.ledger.posture("conductor") is not None
+
+
+def test_the_trusted_header_is_taken_only_from_a_configured_proxy_address(place: Place) -> None:
+    served = serve(
+        place, Policy(token=None, operator=None, trust_header=PROXY_HEADER, trusted_proxies=("192.0.2.7", "10.1.0.0/16"))
+    )
+    try:
+        # This test's requests come from 127.0.0.1, which is not one of the proxies here.
+        answer = call(served, "GET", "/", [(PROXY_HEADER, "bob")])
+        assert answer.status == 403
+        assert "bob" not in answer.body
+        assert_security_headers(answer)
+        assert call(served, "GET", "/").status == 401
+    finally:
+        stop(served)
+
+
+def test_a_request_carrying_the_trusted_header_twice_is_refused(proxied: Console) -> None:
+    answer = call(proxied, "GET", "/", [(PROXY_HEADER, "bob"), (PROXY_HEADER, "alice")])
+    assert answer.status == 400
+    assert_security_headers(answer)
+    assert call(proxied, "GET", "/", [(PROXY_HEADER, "bob")]).status == 200
+
+
+def test_the_host_rules_of_each_kind_of_listener() -> None:
+    from session_ledger_console.gate import OwnAddresses
+
+    anywhere = OwnAddresses.of(Policy(token=TOKEN, operator=OPERATOR, listen=("0.0.0.0", 8765)))
+    assert anywhere.host("192.168.1.5:8765") and anywhere.host("[fe80::1]:8765") and anywhere.host("localhost:8765")
+    # A name is what DNS rebinding brings: only an address, or a name given as the public origin.
+    assert not anywhere.host("evil.test:8765") and not anywhere.host("192.168.1.5:8766")
+    assert anywhere.origin("http://192.168.1.5:8765") and not anywhere.origin("http://evil.test:8765")
+    one = OwnAddresses.of(Policy(token=TOKEN, operator=OPERATOR, listen=("192.168.1.5", 80)))
+    assert one.host("192.168.1.5") and one.host("192.168.1.5:80") and not one.host("localhost:80")
+    assert one.origin("http://192.168.1.5") and not one.origin("https://192.168.1.5")
+    with pytest.raises(ValueError):
+        OwnAddresses.of(Policy(token=TOKEN, operator=OPERATOR))
+
+
+def run_console(args: List[str], env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
+    """The console command, expected to stop by itself (a refusal at start)."""
+    return subprocess.run(
+        [sys.executable, "-m", "session_ledger_console", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def start_console(args: List[str], env: Optional[Dict[str, str]] = None) -> Tuple["subprocess.Popen[str]", str]:
+    """The console command, serving: returns it and the line it printed."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "session_ledger_console", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    return process, line
+
+
+def end_console(process: "subprocess.Popen[str]") -> str:
+    """Stops a console started by `start_console`; returns what it wrote on standard error."""
+    process.terminate()
+    _, err = process.communicate(timeout=30)
+    return err
+
+
+def test_trusting_a_header_beyond_loopback_needs_its_own_flag_and_is_warned_about(place: Place) -> None:
+    refused = run_console(["--db", place.target, "--host", "0.0.0.0", "--port", "0", "--trust-header", PROXY_HEADER])
+    assert refused.returncode == 2
+    assert "--allow-remote-proxy" in refused.stderr and "beyond loopback" in refused.stderr
+    process, line = start_console(
+        ["--db", place.target, "--host", "0.0.0.0", "--port", "0", "--trust-header", PROXY_HEADER,
+         "--allow-remote-proxy", "--trusted-proxy", "192.0.2.7"]
+    )
+    try:
+        assert line.startswith("http://0.0.0.0:")
+    finally:
+        err = end_console(process)
+    assert "warning: listening on 0.0.0.0 with --trust-header" in err and "192.0.2.7" in err
+    loopback, line = start_console(["--db", place.target, "--port", "0", "--trust-header", PROXY_HEADER])
+    try:
+        assert line.startswith("http://127.0.0.1:")
+    finally:
+        assert "warning" not in end_console(loopback)
