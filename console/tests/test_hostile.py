@@ -283,3 +283,24 @@ def test_trusting_a_header_beyond_loopback_needs_its_own_flag_and_is_warned_abou
         assert line.startswith("http://127.0.0.1:")
     finally:
         assert "warning" not in end_console(loopback)
+
+
+# ------------------------------------------------------------------------ 2. cascade without a token
+
+
+def test_a_cascade_confirmed_without_its_previews_token_is_refused_and_revokes_nothing(console: Console) -> None:
+    ledger = console.ledger
+    ledger.create_root("conductor", actor=OPERATOR)
+    ledger.grant("conductor", "trust", actor=OPERATOR)
+    ledger.create_child("worker", creator="conductor", actor=OPERATOR)
+    cookie = sign_in(console)
+    csrf = csrf_in(call(console, "GET", "/session/conductor", [("Cookie", cookie)]).body)
+    head = ledger.audit_head()
+    for fields in [{"propagation": "cascade", "token": ""}, {"propagation": "cascade"}, {"propagation": "cascade", "token": "  "}]:
+        content_type, body = form({**fields, "csrf": csrf})
+        answer = call(console, "POST", "/session/conductor/revoke", [("Cookie", cookie), content_type], body)
+        assert answer.status == 400, fields
+        assert "preview" in answer.body.lower()
+        assert_security_headers(answer)
+    assert ledger.audit_head() == head
+    assert ledger.state("conductor").trust and ledger.state("worker").trust

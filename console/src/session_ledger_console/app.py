@@ -48,6 +48,15 @@ TTL = re.compile(r"\s*(\d{1,12})\s*([smhd])\s*\Z")
 TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+class BadParameter(Exception):
+    """A parameter the console cannot read: answered 400 with a page that names it and its
+    rule, never the value."""
+
+    def __init__(self, name: str, rule: str) -> None:
+        super().__init__(f"{name} {rule}")
+        self.name = name
+        self.rule = rule
+
 
 @dataclass
 class Console:
@@ -118,6 +127,12 @@ def create_app(
         return page.render(refused=refused, location=console.location).encode()
 
     app.add_middleware(Gate, policy=policy, sessions=sessions, render_refusal=refusal_page)
+
+    @app.exception_handler(BadParameter)
+    async def bad_parameter(_: Request, e: Exception) -> Response:
+        assert isinstance(e, BadParameter)
+        refused = Refused(400, "Bad request", f"The parameter {e.name!r} {e.rule}. Nothing was changed.")
+        return HTMLResponse(refusal_page(refused), status_code=400)
 
     @app.middleware("http")
     async def server_timing(request: Request, call_next: Callable[[Request], Any]) -> Response:
@@ -247,24 +262,33 @@ def _routes(app: FastAPI, c: Console) -> None:
             return fragment("decision.html", id=id, command=command, detail=None, error=str(e))
         return fragment("decision.html", id=id, command=command, detail=detail, error=None)
 
-    @app.get("/session/{id}/revoke", response_class=HTMLResponse)
-    def revoke_page(request: Request, id: str, propagation: str = "cascade") -> HTMLResponse:
-        operator = _operator(request)
+    def preview_page(request: Request, id: str, status: int = 200, stale: bool = False, unbound: bool = False) -> HTMLResponse:
+        """The preview of a cascade on ``id``, with its token; ``stale`` when a confirmation
+        came too late, ``unbound`` when one came without a preview's token."""
         try:
-            preview = c.reader.revoke(id, "preview", actor=operator.name)
+            preview = c.reader.revoke(id, "preview", actor=_operator(request).name)
         except LedgerError as e:
-            _flash(request, "error", str(e))
             return render(request, "missing.html", status=404, id=id, error=str(e))
-        return render(request, "revoke.html", id=id, preview=preview, propagation=propagation, stale=False)
+        return render(request, "revoke.html", status=status, id=id, preview=preview, stale=stale, unbound=unbound)
+
+    @app.get("/session/{id}/revoke", response_class=HTMLResponse)
+    def revoke_page(request: Request, id: str) -> HTMLResponse:
+        return preview_page(request, id)
 
     @app.post("/session/{id}/revoke", response_class=HTMLResponse)
     def revoke(
         request: Request, id: str, propagation: str = Form(...), token: str = Form("")
     ) -> Response:
         operator = _operator(request)
+        if propagation not in ("cascade", "local"):
+            raise BadParameter("propagation", "is 'cascade' or 'local'")
+        if propagation == "cascade" and not token.strip():
+            # A cascade applies only a preview the operator saw: without its token the library
+            # would revoke whatever the tree holds now.
+            return preview_page(request, id, status=400, unbound=True)
         try:
             if propagation == "cascade":
-                done = c.writer.revoke(id, "cascade", actor=operator.name, token=token or None)
+                done = c.writer.revoke(id, "cascade", actor=operator.name, token=token)
                 _flash(request, "done", f"Revoked the posture of {done.count} sessions.", done.sessions)
             else:
                 done = c.writer.revoke(id, "local", actor=operator.name)
@@ -275,8 +299,7 @@ def _routes(app: FastAPI, c: Console) -> None:
                     message += " No descendant holds a posture inherited through it."
                 _flash(request, "done", message, done.still_holding)
         except session_ledger.StalePreview:
-            preview = c.reader.revoke(id, "preview", actor=operator.name)
-            return render(request, "revoke.html", status=409, id=id, preview=preview, propagation="cascade", stale=True)
+            return preview_page(request, id, status=409, stale=True)
         except LedgerError as e:
             _flash(request, "error", str(e))
         return _back(_session_url(id))
