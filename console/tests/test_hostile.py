@@ -304,3 +304,33 @@ def test_a_cascade_confirmed_without_its_previews_token_is_refused_and_revokes_n
         assert_security_headers(answer)
     assert ledger.audit_head() == head
     assert ledger.state("conductor").trust and ledger.state("worker").trust
+
+
+# ------------------------------------------------------------------------ 3. foreign cookies
+
+
+def test_another_apps_unusual_cookie_next_to_the_consoles_does_not_lock_the_operator_out(console: Console) -> None:
+    ours = sign_in(console)
+    for header in [
+        f'prefs={{"theme":"dark"}}; {ours}',
+        f"greeting=hello world; {ours}",
+        f"flag; {ours}; other=1",
+        f'quoted="a\\"b"; {ours}',
+        f"{ours};last=x y",
+        f"  {ours}  ",
+    ]:
+        answer = call(console, "GET", "/", [("Cookie", header)])
+        assert answer.status == 200, header
+    answer = call(console, "GET", "/", [("Cookie", 'prefs={"theme":"dark"}'), ("Cookie", ours)])
+    assert answer.status == 200, "a cookie header split in two"
+
+
+def test_of_two_console_cookies_only_the_one_of_a_live_session_counts_and_two_live_ones_count_for_none(
+    console: Console,
+) -> None:
+    first = sign_in(console)
+    name = first.split("=")[0]
+    for header in [f"{name}=not-a-session; {first}", f"{first}; {name}=not-a-session"]:
+        assert call(console, "GET", "/", [("Cookie", header)]).status == 200, header
+    second = sign_in(console)  # another browser: a console session of its own
+    assert call(console, "GET", "/", [("Cookie", f"{first}; {second}")]).status == 401

@@ -29,7 +29,6 @@ import re
 import secrets
 import threading
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
 from typing import Any, Awaitable, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -300,17 +299,20 @@ def _single(scope: Scope, name: bytes, label: str) -> Optional[str]:
     return values[0] if values else None
 
 
-def _cookie(scope: Scope) -> Optional[str]:
-    raw = _header(scope, b"cookie")
-    if not raw:
-        return None
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(raw)
-    except Exception:
-        return None
-    morsel = jar.get(COOKIE)
-    return morsel.value if morsel else None
+def _cookies(scope: Scope) -> List[str]:
+    """Every value of the console's cookie, however the rest of the header is written.
+
+    Read leniently, as browsers send it: split on ``;``, each piece at its first ``=``. Another
+    application on the same host may set cookies that a strict parser stops at (a JSON value,
+    a space, a piece without ``=``); they are skipped, and the console's cookie is found
+    wherever it is. Several ``Cookie`` headers count as one."""
+    found = []
+    for header in _headers(scope, b"cookie"):
+        for piece in header.split(";"):
+            name, equals, value = piece.partition("=")
+            if equals and name.strip() == COOKIE:
+                found.append(value.strip().strip('"'))
+    return found
 
 
 class Gate:
@@ -419,9 +421,16 @@ class Gate:
         )
         await send({"type": "http.response.body", "body": b""})
 
+    def _session(self, scope: Scope) -> Optional[Operator]:
+        """The console session the request's cookie names. Of two console cookies (one left
+        from another path, or set by another application on the host), the one of a live
+        session counts; two of live sessions count for none, since which browser sent them
+        cannot be told."""
+        live = {sid: session for sid in _cookies(scope) if sid for session in [self.sessions.get(sid)] if session}
+        return next(iter(live.values())) if len(live) == 1 else None
+
     def _identify(self, scope: Scope, set_cookie: List[bytes]) -> Operator:
-        sid = _cookie(scope)
-        session = self.sessions.get(sid) if sid else None
+        session = self._session(scope)
         header = self.policy.trust_header
         if header is None:
             if session is None:
