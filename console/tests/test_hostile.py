@@ -334,3 +334,23 @@ def test_of_two_console_cookies_only_the_one_of_a_live_session_counts_and_two_li
         assert call(console, "GET", "/", [("Cookie", header)]).status == 200, header
     second = sign_in(console)  # another browser: a console session of its own
     assert call(console, "GET", "/", [("Cookie", f"{first}; {second}")]).status == 401
+
+
+# ------------------------------------------------------------------------ 4. refusal pages
+
+
+def test_a_refusal_page_tells_nothing_about_the_ledger(console: Console) -> None:
+    location = console.ledger.location
+    assert location
+    port = port_of(console)
+    refusals = [
+        call(console, "GET", "/"),
+        call(console, "GET", "/audit"),
+        call(console, "GET", "/?token=not-the-token"),
+        call(console, "GET", "/", [("Host", f"evil.test:{port}")]),
+        call(console, "POST", "/session/x/end", [("Cookie", sign_in(console))]),
+    ]
+    for answer in refusals:
+        assert answer.status in (401, 403, 421), answer.status
+        for secret in [location, str(console.place.folder), "ledger.db", "sqlite", "postgres", "socket", OPERATOR]:
+            assert secret.lower() not in answer.body.lower(), (answer.status, secret)

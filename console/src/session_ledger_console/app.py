@@ -124,7 +124,9 @@ def create_app(
 
     def refusal_page(refused: Refused) -> bytes:
         page = console.templates.get_template("refused.html")
-        return page.render(refused=refused, location=console.location).encode()
+        # Nothing about the ledger (where it is, its engine, its operators): whoever reaches
+        # the port sees this page.
+        return page.render(refused=refused).encode()
 
     app.add_middleware(Gate, policy=policy, sessions=sessions, render_refusal=refusal_page)
 
