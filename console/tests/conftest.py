@@ -29,10 +29,11 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Iterator, List, cast
 
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 from session_ledger import Ledger
@@ -118,6 +119,11 @@ class Console:
     ledger: Ledger
     server: uvicorn.Server
     thread: threading.Thread
+
+    @property
+    def app(self) -> FastAPI:
+        """The console's application, as ``create_app`` made it."""
+        return cast(FastAPI, self.server.config.app)
 
     def link(self, path: str = "/") -> str:
         return f"{self.url}{path}"

@@ -354,3 +354,140 @@ def test_a_refusal_page_tells_nothing_about_the_ledger(console: Console) -> None
         assert answer.status in (401, 403, 421), answer.status
         for secret in [location, str(console.place.folder), "ledger.db", "sqlite", "postgres", "socket", OPERATOR]:
             assert secret.lower() not in answer.body.lower(), (answer.status, secret)
+
+
+# ------------------------------------------------------------------------ 5. no input reaches a 500
+
+
+def test_each_malformed_parameter_answers_400_with_the_pages_usual_headers(console: Console) -> None:
+    console.ledger.create_root("conductor", actor=OPERATOR)
+    cookie = sign_in(console)
+    for path in [
+        "/audit?since=notadate",
+        "/audit?until=2026-13-45",
+        "/audit?before=99999999999999999999999",
+        "/audit?before=-1",
+        "/audit/rows?before=99999999999999999999999",
+        "/audit?kind=no.such.kind",
+        "/?open=conductor~%C2%B2",
+        "/?open=conductor~" + "9" * 5000,
+        "/tree/body?open=conductor",
+        "/?roots=%C2%B2",
+        "/tree/level?parent=conductor&shown=" + "9" * 5000,
+    ]:
+        answer = call(console, "GET", path, [("Cookie", cookie)])
+        assert answer.status == 400, path[:80]
+        assert_security_headers(answer, path[:80])
+
+
+def test_an_exception_in_a_route_answers_a_plain_500_with_the_security_headers(console: Console) -> None:
+    def boom() -> None:
+        raise RuntimeError("a secret detail of the failure")
+
+    console.app.add_api_route("/boom", boom)
+    answer = call(console, "GET", "/boom", [("Cookie", sign_in(console))])
+    assert answer.status == 500
+    assert_security_headers(answer, "a 500")
+    assert "secret detail" not in answer.body and "Traceback" not in answer.body
+
+
+#: What a hostile client sends a parameter: the bytes of its value, percent-encoded on the wire.
+HOSTILE: List[bytes] = [
+    b"",
+    b" ",
+    b"0",
+    b"-1",
+    b"-99999999999999999999999",
+    b"99999999999999999999999",
+    b"9" * 5000,
+    "²".encode(),
+    "٣".encode(),
+    "１".encode(),
+    b"1e9",
+    b"0x10",
+    b"NaN",
+    b"~",
+    b"conductor~",
+    "conductor~²".encode(),
+    b"conductor~" + b"9" * 5000,
+    b"\xff",
+    b"\xc3\x28",
+    b"\xed\xa0\x80",
+    b"\x00",
+    b"\x1b[2J",
+    b"\r\n",
+    b"\x7f\x08",
+    "\u202e\u3164\ufeff".encode(),
+    b"x" * 4000,
+    b"../../etc/passwd",
+    b"//evil.example/x",
+    b"<script>alert(1)</script>",
+    b"9999-12-31T23:59:59+14:00",
+    b"0001-01-01T00:00:00-14:00",
+    b"sub-conductor-99999999999999999999999",
+]
+
+
+def _routes(console: Console) -> List[Tuple[str, str, List[str], List[str], List[str]]]:
+    """Every route of the console: (method, path template, path, query and form parameters)."""
+    from fastapi.routing import APIRoute
+    from starlette.routing import Mount
+
+    found = []
+    for route in console.app.routes:
+        if isinstance(route, APIRoute):
+            d = route.dependant
+            for method in sorted(route.methods or []):
+                found.append(
+                    (
+                        method,
+                        route.path,
+                        [p.name for p in d.path_params],
+                        [p.alias for p in d.query_params],
+                        [p.alias for p in d.body_params],
+                    )
+                )
+        elif isinstance(route, Mount):
+            found.append(("GET", route.path + "/{path}", ["path"], [], []))
+    return found
+
+
+def test_every_route_answers_every_hostile_parameter_without_a_5xx_and_with_the_security_headers(
+    console: Console,
+) -> None:
+    from urllib.parse import quote_from_bytes
+
+    ledger = console.ledger
+    ledger.create_root("conductor", actor=OPERATOR)
+    ledger.create_child("worker", creator="conductor", actor=OPERATOR)
+    cookie = sign_in(console)
+    routes = _routes(console)
+    assert {r[1] for r in routes} >= {"/", "/audit", "/session/{id}", "/session/{id}/revoke", "/epoch"}
+    tried = 0
+    for method, template, path_params, query_params, form_params in routes:
+        if template == "/events":
+            continue  # a stream that never ends; it has no parameter
+        for target in path_params + query_params + form_params:
+            for value in HOSTILE:
+                def encoded(name: str) -> str:
+                    if name == target:
+                        return quote_from_bytes(value, safe="")
+                    return "conductor" if name in ("id", "path") else "x"
+
+                path = template
+                for name in path_params:
+                    path = path.replace("{" + name + "}", encoded(name))
+                query = "&".join(f"{n}={encoded(n)}" for n in query_params if n == target)
+                headers: List[Tuple[str, str]] = [("Cookie", cookie)]
+                body = b""
+                if method == "POST":
+                    csrf = csrf_in(call(console, "GET", "/epoch", [("Cookie", cookie)]).body)
+                    fields = [f"{n}={encoded(n)}" for n in form_params] + [f"csrf={csrf}"]
+                    body = "&".join(fields).encode()
+                    headers += [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", console.url)]
+                answer = call(console, method, path + ("?" + query if query else ""), headers, body)
+                what = f"{method} {template} {target}={value[:40]!r}"
+                assert answer.status < 500 and answer.status != 422, f"{what}: {answer.status}"
+                assert_security_headers(answer, what)
+                tried += 1
+    assert tried > 500

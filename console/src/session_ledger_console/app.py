@@ -24,7 +24,8 @@ from urllib.parse import quote, urlencode
 
 import jinja2
 import session_ledger
-from fastapi import FastAPI, Form, Request
+from fastapi import FastAPI, Form, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from session_ledger import Ledger, LedgerError
@@ -44,7 +45,12 @@ AUDIT_PAGE = 50
 #: Seconds without a change after which the event stream says it is alive.
 KEEPALIVE_SECONDS = 15.0
 #: A TTL as the command line writes it: a whole number and a unit.
-TTL = re.compile(r"\s*(\d{1,12})\s*([smhd])\s*\Z")
+TTL = re.compile(r"\s*([0-9]{1,12})\s*([smhd])\s*\Z")
+#: A count in a query (how many sessions a level shows): ASCII digits, not ``²`` or ``٣``.
+COUNT = re.compile(r"[0-9]{1,9}\Z")
+#: An audit row's sequence number: a positive 64-bit integer.
+SEQ = re.compile(r"[0-9]{1,19}\Z")
+SEQ_MAX = 2**63 - 1
 TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -136,6 +142,15 @@ def create_app(
         refused = Refused(400, "Bad request", f"The parameter {e.name!r} {e.rule}. Nothing was changed.")
         return HTMLResponse(refusal_page(refused), status_code=400)
 
+    @app.exception_handler(RequestValidationError)
+    async def missing_parameter(_: Request, e: Exception) -> Response:
+        """A parameter missing or unreadable: 400 (not FastAPI's 422 with the input echoed)."""
+        assert isinstance(e, RequestValidationError)
+        names = [str(err["loc"][-1]) for err in e.errors() if err.get("loc")]
+        named = [n for n in names if re.fullmatch(r"[a-z_]{1,32}", n)]
+        what = f"The parameter {named[0]!r} is missing or malformed" if named else "A parameter is missing or malformed"
+        return HTMLResponse(refusal_page(Refused(400, "Bad request", what + ". Nothing was changed.")), status_code=400)
+
     @app.middleware("http")
     async def server_timing(request: Request, call_next: Callable[[Request], Any]) -> Response:
         """How long the console took, in the ``Server-Timing`` header: what the scale figures
@@ -165,15 +180,46 @@ def _session_url(id: str) -> str:
     return "/session/" + quote(id, safe="")
 
 
+def _count(name: str, value: str) -> int:
+    """A count from a query: empty is 0; anything but ASCII digits is a bad parameter."""
+    if not value:
+        return 0
+    if not COUNT.match(value):
+        raise BadParameter(name, "is a whole number of at most 9 digits")
+    return int(value)
+
+
 def _parse_open(values: List[str], page_size: int) -> Dict[str, int]:
     """``ID~N`` entries: the levels a page shows open, and how many sessions each shows (at
     least a page, so that a reload shows a session added since)."""
     opened: Dict[str, int] = {}
     for value in values[:MAX_OPEN]:
-        id, _, shown = value.rpartition("~")
-        if id and shown.isdigit():
-            opened[id] = max(page_size, min(int(shown), MAX_SHOWN))
+        id, tilde, shown = value.rpartition("~")
+        if not (id and tilde and shown):
+            raise BadParameter("open", "is a session's id, ~ and a number of sessions (ID~N)")
+        opened[id] = max(page_size, min(_count("open", shown), MAX_SHOWN))
     return opened
+
+
+def _flag(name: str, value: str) -> bool:
+    if value not in ("", "0", "1"):
+        raise BadParameter(name, "is 0 or 1")
+    return value == "1"
+
+
+def _moment(name: str, value: str) -> datetime:
+    """A time from the audit's filters, ISO 8601, in UTC unless it says otherwise."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        raise BadParameter(name, "is a date and time (2026-01-31T12:00:00)") from None
+
+
+def _seq(name: str, value: str) -> int:
+    if not SEQ.match(value) or int(value) > SEQ_MAX:
+        raise BadParameter(name, "is an audit row's number")
+    return int(value)
 
 
 def _routes(app: FastAPI, c: Console) -> None:
@@ -206,32 +252,35 @@ def _routes(app: FastAPI, c: Console) -> None:
 
     # ----------------------------------------------------------------------------- the tree
 
+    def forest(roots: str, open: List[str]) -> Dict[str, Any]:
+        """The roots a page shows, with the levels open below them."""
+        opened = _parse_open(open, c.page_size)
+        shown = max(c.page_size, min(_count("roots", roots), MAX_SHOWN))
+        return level(None, None, shown, opened)
+
     @app.get("/", response_class=HTMLResponse)
-    def tree_page(request: Request, roots: Optional[int] = None) -> HTMLResponse:
-        opened = _parse_open(request.query_params.getlist("open"), c.page_size)
-        shown = max(c.page_size, min(roots or 0, MAX_SHOWN))
-        return render(request, "tree.html", tree=level(None, None, shown, opened), page_size=c.page_size)
+    def tree_page(request: Request, roots: str = "", open: List[str] = Query([])) -> HTMLResponse:
+        return render(request, "tree.html", tree=forest(roots, open), page_size=c.page_size)
 
     @app.get("/tree/body", response_class=HTMLResponse)
-    def tree_body(request: Request, roots: Optional[int] = None) -> HTMLResponse:
-        opened = _parse_open(request.query_params.getlist("open"), c.page_size)
-        shown = max(c.page_size, min(roots or 0, MAX_SHOWN))
-        return fragment("tree_body.html", tree=level(None, None, shown, opened))
+    def tree_body(roots: str = "", open: List[str] = Query([])) -> HTMLResponse:
+        return fragment("tree_body.html", tree=forest(roots, open))
 
     @app.get("/tree/level", response_class=HTMLResponse)
-    def tree_level(parent: Optional[str] = None, after: Optional[str] = None, shown: int = 0) -> HTMLResponse:
+    def tree_level(parent: str = "", after: str = "", shown: str = "") -> HTMLResponse:
         """One page of a level: the first when a node opens, the next when "more" is pressed."""
+        already = _count("shown", shown)
         try:
             data = level(parent or None, after or None, c.page_size, {})
         except LedgerError as e:
             return HTMLResponse(f'<p class="error">{text.visible(e)}</p>', status_code=404)
         template = "level_more.html" if after else "level.html"
-        return fragment(template, tree=data, shown=max(0, shown))
+        return fragment(template, tree=data, shown=already)
 
     @app.get("/tree/toggle", response_class=HTMLResponse)
-    def tree_toggle(id: str, open: int = 0) -> HTMLResponse:
+    def tree_toggle(id: str, open: str = "") -> HTMLResponse:
         """The button of a node, open or closed; closing also empties its level."""
-        return fragment("toggle.html", id=id, open=bool(open))
+        return fragment("toggle.html", id=id, open=_flag("open", open))
 
     # ----------------------------------------------------------------------------- a session
 
@@ -401,29 +450,26 @@ def _routes(app: FastAPI, c: Console) -> None:
 
     # ----------------------------------------------------------------------------- the audit trail
 
-    def audit_query(request: Request) -> Tuple[Dict[str, Any], Dict[str, str]]:
-        q = request.query_params
-        filters = {k: q.get(k, "").strip() for k in ("kind", "session", "subtree", "since", "until")}
+    def audit_rows(filters: Dict[str, str], before: str) -> Dict[str, Any]:
+        """A page of the audit trail, newest first, as the filters and ``before`` (the row
+        number the page starts below) ask; raises ``BadParameter`` or ``InvalidInput`` for a
+        filter it cannot read."""
         args: Dict[str, Any] = {"limit": AUDIT_PAGE}
         for key in ("kind", "session", "subtree"):
             if filters[key]:
                 args[key] = filters[key]
         for key in ("since", "until"):
             if filters[key]:
-                moment = datetime.fromisoformat(filters[key].replace("Z", "+00:00"))
-                args[key] = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-        before = q.get("before", "")
-        if before.isdigit():
-            args["before"] = int(before)
-        return args, filters
-
-    def audit_rows(request: Request) -> Dict[str, Any]:
+                args[key] = _moment(key, filters[key])
+        if before:
+            args["before"] = _seq("before", before)
         error = None
         rows: List[Any] = []
-        args, filters = audit_query(request)
         try:
             rows = list(reversed(c.reader.audit(**args)))
-        except (LedgerError, ValueError) as e:
+        except session_ledger.InvalidInput:
+            raise
+        except LedgerError as e:
             error = str(e)
         older = None
         if len(rows) == AUDIT_PAGE:
@@ -431,22 +477,36 @@ def _routes(app: FastAPI, c: Console) -> None:
         query = urlencode({k: v for k, v in filters.items() if v})
         return {"rows": rows, "filters": filters, "older": older, "error": error, "paged": "before" in args, "query": query}
 
-    @app.get("/audit", response_class=HTMLResponse)
-    def audit_page(request: Request) -> HTMLResponse:
+    def audit_view(filters: Dict[str, str], before: str) -> Tuple[int, Dict[str, Any]]:
+        """The audit rows with their status: 400, with the reason and no rows, for a filter
+        that cannot be read."""
         try:
-            data = audit_rows(request)
-        except ValueError as e:
-            data = {"rows": [], "filters": {}, "older": None, "error": str(e), "paged": False, "query": ""}
+            return 200, audit_rows(filters, before)
+        except (BadParameter, session_ledger.InvalidInput, ValueError, OverflowError) as e:
+            error = str(e) if isinstance(e, (BadParameter, LedgerError)) else "a filter is out of range"
+            return 400, {"rows": [], "filters": filters, "older": None, "error": error, "paged": False, "query": ""}
+
+    def audit_filters(kind: str, session: str, subtree: str, since: str, until: str) -> Dict[str, str]:
+        return {"kind": kind.strip(), "session": session.strip(), "subtree": subtree.strip(),
+                "since": since.strip(), "until": until.strip()}
+
+    @app.get("/audit", response_class=HTMLResponse)
+    def audit_page(
+        request: Request, kind: str = "", session: str = "", subtree: str = "", since: str = "",
+        until: str = "", before: str = "",
+    ) -> HTMLResponse:
+        status, data = audit_view(audit_filters(kind, session, subtree, since, until), before.strip())
         chain = c.verifier.refresh()
-        return render(request, "audit.html", kinds=session_ledger.AUDIT_KINDS, chain=chain, **data)
+        return render(request, "audit.html", status=status, kinds=session_ledger.AUDIT_KINDS, chain=chain, **data)
 
     @app.get("/audit/rows", response_class=HTMLResponse)
-    def audit_rows_fragment(request: Request) -> HTMLResponse:
-        try:
-            data = audit_rows(request)
-        except ValueError as e:
-            data = {"rows": [], "filters": {}, "older": None, "error": str(e), "paged": False, "query": ""}
-        return fragment("audit_rows.html", **data)
+    def audit_rows_fragment(
+        kind: str = "", session: str = "", subtree: str = "", since: str = "", until: str = "", before: str = "",
+    ) -> HTMLResponse:
+        status, data = audit_view(audit_filters(kind, session, subtree, since, until), before.strip())
+        response = fragment("audit_rows.html", **data)
+        response.status_code = status
+        return response
 
     # ----------------------------------------------------------------------------- live
 

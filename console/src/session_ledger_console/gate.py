@@ -25,6 +25,7 @@ Routes find the operator in ``request.state.operator``.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 import secrets
 import threading
@@ -37,6 +38,8 @@ Message = Dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+log = logging.getLogger("session_ledger_console")
 
 #: An operator's name is recorded as the actor of every change: the ledger's actor names.
 ACTOR_NAME = re.compile(r"[A-Za-z0-9._:@-]{1,64}\Z")
@@ -337,9 +340,12 @@ class Gate:
             await self.app(scope, receive, send)
             return
         set_cookie: List[bytes] = []
+        started = False
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = [
                     (k, v)
                     for k, v in message.get("headers", [])
@@ -351,24 +357,40 @@ class Gate:
             await send(message)
 
         try:
+            await self._handle(scope, receive, send_with_headers, set_cookie)
+        except Exception:
+            # A failure the routes did not expect: a plain page, with the same headers as every
+            # other response, and nothing of the failure but in the console's log.
+            log.exception("the console failed on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            set_cookie.clear()
+            await self._refuse(
+                Refused(500, "The console failed", "Something went wrong on this request; the console's log says what."),
+                send_with_headers,
+            )
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, set_cookie: List[bytes]) -> None:
+        """The gate's checks, then the application."""
+        try:
             self._check_host(scope)
             if scope["path"].startswith("/static/"):
-                await self.app(scope, receive, send_with_headers)
+                await self.app(scope, receive, send)
                 return
             method = scope["method"]
             if self.policy.token is not None and method in ("GET", "HEAD"):
                 query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
                 if "token" in query:
-                    await self._login(scope, query, send_with_headers, set_cookie)
+                    await self._login(scope, query, send, set_cookie)
                     return
             operator = self._identify(scope, set_cookie)
             if method not in ("GET", "HEAD"):
                 receive = await self._check_change(scope, receive, operator)
             scope.setdefault("state", {})["operator"] = operator
         except Refused as refused:
-            await self._refuse(refused, send_with_headers)
+            await self._refuse(refused, send)
             return
-        await self.app(scope, receive, send_with_headers)
+        await self.app(scope, receive, send)
 
     def _check_host(self, scope: Scope) -> None:
         """Refuses a request whose ``Host`` is not the console's own: 400 without one (or with
