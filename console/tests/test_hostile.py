@@ -16,6 +16,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlencode, urlsplit
 
 import pytest
+from playwright.sync_api import Page, expect
 
 from conftest import OPERATOR, TOKEN, Console, Place, serve, stop
 from session_ledger_console import Policy
@@ -491,3 +492,99 @@ def test_every_route_answers_every_hostile_parameter_without_a_5xx_and_with_the_
                 assert_security_headers(answer, what)
                 tried += 1
     assert tried > 500
+
+
+# ------------------------------------------------------------------------ 6. console sessions
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_console_session_ends_after_its_idle_time_or_its_lifetime_whichever_comes_first() -> None:
+    from session_ledger_console.gate import Sessions
+
+    clock = Clock()
+    sessions = Sessions(idle=100, lifetime=1000, most=10, clock=clock)
+    idle = sessions.new("alice")
+    busy = sessions.new("alice")
+    for _ in range(10):
+        clock.now += 99
+        assert sessions.get(busy.sid) is busy
+    assert sessions.get(idle.sid) is None, "idle for 990 s"
+    clock.now += 99
+    assert sessions.get(busy.sid) is None, "used every 99 s, but 990 + 99 s after it began"
+    assert len(sessions) == 0
+
+
+def test_live_console_sessions_are_bounded_and_the_least_recently_used_goes_first() -> None:
+    from session_ledger_console.gate import Sessions
+
+    clock = Clock()
+    sessions = Sessions(idle=100, lifetime=1000, most=3, clock=clock)
+    a, b, c = (sessions.new(n) for n in ("a", "b", "c"))
+    clock.now += 1
+    assert sessions.get(a.sid) is a
+    d = sessions.new("d")
+    assert len(sessions) == 3
+    assert sessions.get(b.sid) is None
+    assert [sessions.get(x.sid) for x in (a, c, d)] == [a, c, d]
+
+
+def test_behind_the_proxy_requests_without_a_cookie_share_the_operators_one_console_session(proxied: Console) -> None:
+    for _ in range(3000):
+        assert call(proxied, "GET", "/favicon-not-here", [(PROXY_HEADER, "bob")]).status == 404
+    assert call(proxied, "GET", "/", [(PROXY_HEADER, "carol")]).status == 200
+    assert len(proxied.app.state.sessions) == 2
+
+
+def test_an_idle_console_session_is_refused_and_so_is_one_past_its_lifetime(place: Place) -> None:
+    clock = Clock()
+    served = serve(place, Policy(token=TOKEN, operator=OPERATOR, session_idle=600, session_lifetime=3600), clock=clock)
+    try:
+        cookie = sign_in(served)
+        assert call(served, "GET", "/", [("Cookie", cookie)]).status == 200
+        clock.now += 601
+        assert call(served, "GET", "/", [("Cookie", cookie)]).status == 401
+        cookie = sign_in(served)
+        for _ in range(7):
+            clock.now += 500
+            assert call(served, "GET", "/", [("Cookie", cookie)]).status == 200
+        clock.now += 500
+        assert call(served, "GET", "/", [("Cookie", cookie)]).status == 401
+    finally:
+        stop(served)
+
+
+def test_the_session_cookie_lasts_no_longer_than_the_console_session(console: Console) -> None:
+    answer = call(console, "GET", f"/?token={TOKEN}")
+    assert "Max-Age=86400" in (answer.header("set-cookie") or "")
+
+
+def test_signing_in_again_from_a_browser_replaces_its_console_session(console: Console) -> None:
+    first = sign_in(console)
+    again = call(console, "GET", f"/?token={TOKEN}", [("Cookie", first)])
+    assert again.status == 303
+    second = again.cookie()
+    assert second and second != first
+    assert len(console.app.state.sessions) == 1
+    assert call(console, "GET", "/", [("Cookie", first)]).status == 401
+    assert call(console, "GET", "/", [("Cookie", second)]).status == 200
+
+
+def test_signing_out_ends_the_console_session_and_only_a_form_of_it_can(console: Console, page: Page) -> None:
+    cookie = "; ".join(f"{c['name']}={c['value']}" for c in page.context.cookies())
+    assert call(console, "POST", "/logout", [("Cookie", cookie)]).status == 403, "no CSRF token"
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("h1")).to_have_text("Signed out")
+    assert page.context.cookies() == [], "the cookie is cleared"
+    assert call(console, "GET", "/", [("Cookie", cookie)]).status == 401, "the session has ended"
+    response = page.goto(console.link("/"))
+    assert response is not None and response.status == 401
+    assert len(console.app.state.sessions) == 0

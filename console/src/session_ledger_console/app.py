@@ -31,7 +31,7 @@ from fastapi.staticfiles import StaticFiles
 from session_ledger import Ledger, LedgerError
 
 from . import text
-from .gate import CSRF_FIELD, Gate, Operator, Policy, Refused, Sessions
+from .gate import CSRF_FIELD, Gate, Operator, Policy, Refused, Sessions, cookie_header
 from .live import HeadWatcher, Verifier
 
 #: Sessions per page of a tree level, unless the console was started with another.
@@ -75,6 +75,8 @@ class Console:
     watcher: HeadWatcher
     verifier: Verifier
     templates: jinja2.Environment
+    #: Operators sign out in the console (with a token link; behind a proxy, the proxy's).
+    signs_out: bool = True
 
 
 def _environment() -> jinja2.Environment:
@@ -98,8 +100,10 @@ def create_app(
     *,
     page_size: int = PAGE_SIZE,
     verify_on_start: bool = True,
+    clock: Callable[[], float] = time.monotonic,
 ) -> FastAPI:
-    """The console over the ledger at ``db`` (a SQLite path or a PostgreSQL URL)."""
+    """The console over the ledger at ``db`` (a SQLite path or a PostgreSQL URL). ``clock``
+    times the console sessions (a test moves its own)."""
     writer = Ledger(db)
     reader = Ledger(db, read_only=True)
     console = Console(
@@ -110,10 +114,11 @@ def create_app(
         watcher=HeadWatcher(reader),
         verifier=Verifier(reader),
         templates=_environment(),
+        signs_out=policy.trust_header is None,
     )
     if verify_on_start:
         console.verifier.start()
-    sessions = Sessions()
+    sessions = Sessions(policy.session_idle, policy.session_lifetime, policy.max_sessions, clock)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -127,6 +132,7 @@ def create_app(
     static = resources.files("session_ledger_console") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     _routes(app, console)
+    _sign_out(app, console, policy, sessions)
 
     def refusal_page(refused: Refused) -> bytes:
         page = console.templates.get_template("refused.html")
@@ -161,6 +167,18 @@ def create_app(
         return response
 
     return app
+
+
+def _sign_out(app: FastAPI, c: Console, policy: Policy, sessions: Sessions) -> None:
+    @app.post("/logout", response_class=HTMLResponse)
+    def logout(request: Request) -> HTMLResponse:
+        """Ends the operator's console session (a form of it, with its CSRF token) and clears
+        its cookie."""
+        sessions.drop(_operator(request).sid)
+        page = c.templates.get_template("signed_out.html").render(proxied=policy.trust_header is not None)
+        response = HTMLResponse(page)
+        response.headers.append("set-cookie", cookie_header(policy, "", 0).decode("latin-1"))
+        return response
 
 
 def _operator(request: Request) -> Operator:
@@ -232,6 +250,7 @@ def _routes(app: FastAPI, c: Console) -> None:
             csrf_field=CSRF_FIELD,
             location=c.location,
             flashes=flashes,
+            signs_out=c.signs_out,
             head=str(c.reader.audit_head()),
             **values,
         )

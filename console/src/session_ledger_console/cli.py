@@ -26,8 +26,17 @@ import uvicorn
 
 from session_ledger import LedgerError
 
-from .app import PAGE_SIZE, create_app
-from .gate import OwnAddresses, Policy, is_loopback, trusted_networks, valid_operator_name
+from .app import PAGE_SIZE, TTL, TTL_UNITS, create_app
+from .gate import (
+    MAX_SESSIONS,
+    SESSION_IDLE,
+    SESSION_LIFETIME,
+    OwnAddresses,
+    Policy,
+    is_loopback,
+    trusted_networks,
+    valid_operator_name,
+)
 
 
 def _default_operator() -> str:
@@ -36,6 +45,14 @@ def _default_operator() -> str:
         if name and valid_operator_name(name):
             return name
     return "operator"
+
+
+def _duration(text: str) -> int:
+    """``30m``, ``8h``, ``1d``: seconds (argparse's type, as scopes' TTLs are written)."""
+    match = TTL.match(text)
+    if not match or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 30m, 8h or 1d")
+    return int(match.group(1)) * TTL_UNITS[match.group(2)]
 
 
 def _is_url(db: str) -> bool:
@@ -65,6 +82,13 @@ def parser() -> argparse.ArgumentParser:
                    "the proxy reaches the console from another machine")
     p.add_argument("--public-origin", metavar="URL",
                    help="the origin browsers use (https://console.example), when a proxy changes it")
+    p.add_argument("--session-idle", type=_duration, default=SESSION_IDLE, metavar="DURATION",
+                   help="a console session ends after this long without a request (default 8h)")
+    p.add_argument("--session-lifetime", type=_duration, default=SESSION_LIFETIME, metavar="DURATION",
+                   help="and this long after it began, used or not (default 1d)")
+    p.add_argument("--max-sessions", type=int, default=MAX_SESSIONS, metavar="N",
+                   help=f"the most console sessions alive at once; a new one evicts the least recently "
+                   f"used (default {MAX_SESSIONS})")
     p.add_argument("--page-size", type=int, default=PAGE_SIZE,
                    help=f"sessions per page of a tree level (default {PAGE_SIZE})")
     return p
@@ -92,6 +116,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not 1 <= args.page_size <= 1000:
         say("error: --page-size is from 1 to 1000")
         return 2
+    if not 1 <= args.max_sessions <= 1_000_000:
+        say("error: --max-sessions is from 1 to 1000000")
+        return 2
     if args.trusted_proxy and not args.trust_header:
         say("error: --trusted-proxy names the proxy that sets --trust-header; give --trust-header too")
         return 2
@@ -116,6 +143,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         public_origin=args.public_origin,
         secure_cookie=bool(args.public_origin and args.public_origin.startswith("https://")),
         trusted_proxies=tuple(args.trusted_proxy),
+        session_idle=args.session_idle,
+        session_lifetime=args.session_lifetime,
+        max_sessions=args.max_sessions,
     )
     try:
         trusted_networks(policy)

@@ -29,6 +29,8 @@ import logging
 import re
 import secrets
 import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -79,6 +81,9 @@ class Operator:
     name: str
     csrf: str
     sid: str
+    #: When it began and when it was last used, by the sessions' clock.
+    began: float = 0.0
+    seen: float = 0.0
     #: Messages to show on the next page (one-shot).
     flashes: List[Dict[str, Any]] = field(default_factory=list)
 
@@ -112,6 +117,11 @@ class Policy:
     #: The addresses (or networks, ``10.0.0.0/8``) the trusted header is taken from; empty:
     #: loopback only.
     trusted_proxies: Tuple[str, ...] = ()
+    #: Seconds a console session lives without a request, and at most.
+    session_idle: float = 8 * 3600
+    session_lifetime: float = 24 * 3600
+    #: The most console sessions alive at once.
+    max_sessions: int = 1000
 
 
 #: How the console's own addresses are named in ``Host`` and ``Origin``: a host name in lower
@@ -261,26 +271,111 @@ def _from_proxy(scope: Scope, networks: Sequence[Union[ipaddress.IPv4Network, ip
     return any(address in network for network in networks)
 
 
-class Sessions:
-    """The operators' console sessions, in memory: a restart logs everyone out."""
+#: A console session ends after this long without a request (seconds)...
+SESSION_IDLE = 8 * 3600
+#: ... and this long after it began, used or not.
+SESSION_LIFETIME = 24 * 3600
+#: The most console sessions alive at once; a new one evicts the least recently used.
+MAX_SESSIONS = 1000
 
-    def __init__(self) -> None:
-        self._by_id: Dict[str, Operator] = {}
+
+class Sessions:
+    """The operators' console sessions, in memory: a restart logs everyone out.
+
+    Each ends after ``idle`` seconds without a request, and ``lifetime`` seconds after it
+    began; at most ``most`` are alive at once, and a new one evicts the least recently used.
+    So memory is bounded whatever arrives, and a cookie left in a browser stops counting. The
+    clock is injectable (``time.monotonic`` by default), so that tests move it rather than
+    wait."""
+
+    def __init__(
+        self,
+        idle: float = SESSION_IDLE,
+        lifetime: float = SESSION_LIFETIME,
+        most: int = MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.idle = idle
+        self.lifetime = lifetime
+        self.most = most
+        self._clock = clock
+        #: By id, least recently used first.
+        self._by_id: "OrderedDict[str, Operator]" = OrderedDict()
+        #: Behind a proxy: each operator's one session.
+        self._by_name: Dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def new(self, name: str) -> Operator:
-        operator = Operator(name=name, csrf=secrets.token_urlsafe(32), sid=secrets.token_urlsafe(32))
+    def __len__(self) -> int:
         with self._lock:
+            return len(self._by_id)
+
+    def new(self, name: str) -> Operator:
+        """A new console session for ``name``."""
+        now = self._clock()
+        operator = Operator(
+            name=name, csrf=secrets.token_urlsafe(32), sid=secrets.token_urlsafe(32), began=now, seen=now
+        )
+        with self._lock:
+            self._make_room(now)
             self._by_id[operator.sid] = operator
         return operator
 
     def get(self, sid: str) -> Optional[Operator]:
+        """The live session ``sid``, marked as used now; ``None`` when there is none, or it
+        has expired (then it is dropped)."""
+        now = self._clock()
         with self._lock:
-            return self._by_id.get(sid)
+            operator = self._by_id.get(sid)
+            if operator is None:
+                return None
+            if self._expired(operator, now):
+                self._remove(sid)
+                return None
+            operator.seen = now
+            self._by_id.move_to_end(sid)
+            return operator
+
+    def for_name(self, name: str) -> Operator:
+        """Behind a proxy, which names the operator on every request: the operator's live
+        session, or a new one. Requests without a cookie do not each make a session."""
+        with self._lock:
+            sid = self._by_name.get(name)
+        operator = self.get(sid) if sid else None
+        if operator is None:
+            operator = self.new(name)
+            with self._lock:
+                if operator.sid in self._by_id:
+                    self._by_name[name] = operator.sid
+        return operator
 
     def drop(self, sid: str) -> None:
         with self._lock:
-            self._by_id.pop(sid, None)
+            self._remove(sid)
+
+    def _expired(self, operator: Operator, now: float) -> bool:
+        return now - operator.seen > self.idle or now - operator.began > self.lifetime
+
+    def _remove(self, sid: str) -> None:
+        operator = self._by_id.pop(sid, None)
+        if operator is not None and self._by_name.get(operator.name) == sid:
+            del self._by_name[operator.name]
+
+    def _make_room(self, now: float) -> None:
+        """Drops the sessions idle too long (the least recently used come first), then the
+        least recently used until one more fits."""
+        while self._by_id:
+            sid, oldest = next(iter(self._by_id.items()))
+            if not (self._expired(oldest, now) or len(self._by_id) >= self.most):
+                break
+            self._remove(sid)
+
+
+def cookie_header(policy: Policy, value: str, max_age: int) -> bytes:
+    """The ``Set-Cookie`` value of the console's session cookie; ``max_age`` 0 clears it."""
+    parts = [f"{COOKIE}={value}", "Path=/", "HttpOnly", "SameSite=Strict", f"Max-Age={max_age}"]
+    if policy.secure_cookie:
+        parts.append("Secure")
+    return "; ".join(parts).encode("latin-1")
 
 
 def _headers(scope: Scope, name: bytes) -> List[str]:
@@ -383,7 +478,7 @@ class Gate:
                 if "token" in query:
                     await self._login(scope, query, send, set_cookie)
                     return
-            operator = self._identify(scope, set_cookie)
+            operator = self._identify(scope)
             if method not in ("GET", "HEAD"):
                 receive = await self._check_change(scope, receive, operator)
             scope.setdefault("state", {})["operator"] = operator
@@ -408,13 +503,6 @@ class Gate:
                 "name (a link through another name, or a page whose name was pointed at it).",
             )
 
-    def _cookie_header(self, value: str, max_age: Optional[int] = None) -> bytes:
-        parts = [f"{COOKIE}={value}", "Path=/", "HttpOnly", "SameSite=Strict"]
-        if max_age is not None:
-            parts.append(f"Max-Age={max_age}")
-        if self.policy.secure_cookie:
-            parts.append("Secure")
-        return "; ".join(parts).encode("latin-1")
 
     async def _login(
         self, scope: Scope, query: Dict[str, List[str]], send: Send, set_cookie: List[bytes]
@@ -430,8 +518,13 @@ class Gate:
                 "The token in this link is not the console's. Open the link the console "
                 "printed when it started.",
             )
+        # A browser that signs in again replaces its console session rather than adding one:
+        # its earlier cookie stops counting.
+        earlier = self._session(scope)
+        if earlier is not None:
+            self.sessions.drop(earlier.sid)
         operator = self.sessions.new(self.policy.operator or "operator")
-        set_cookie.append(self._cookie_header(operator.sid))
+        set_cookie.append(cookie_header(self.policy, operator.sid, int(self.sessions.lifetime)))
         rest = {k: v for k, v in query.items() if k != "token"}
         location = scope["path"] + (("?" + urlencode(rest, doseq=True)) if rest else "")
         await send(
@@ -451,10 +544,10 @@ class Gate:
         live = {sid: session for sid in _cookies(scope) if sid for session in [self.sessions.get(sid)] if session}
         return next(iter(live.values())) if len(live) == 1 else None
 
-    def _identify(self, scope: Scope, set_cookie: List[bytes]) -> Operator:
-        session = self._session(scope)
+    def _identify(self, scope: Scope) -> Operator:
         header = self.policy.trust_header
         if header is None:
+            session = self._session(scope)
             if session is None:
                 raise Refused(
                     401,
@@ -486,13 +579,9 @@ class Gate:
                 "A-Z, a-z, 0-9 and . _ : @ -; every change is recorded with the operator's "
                 "name, so the console lets in only names the ledger can record.",
             )
-        if session is None or session.name != name:
-            if session is not None and scope["method"] not in ("GET", "HEAD"):
-                # Another operator behind the same browser: its forms are not this one's.
-                raise Refused(403, "Stale form", "This form belongs to another operator's session.")
-            session = self.sessions.new(name)
-            set_cookie.append(self._cookie_header(session.sid))
-        return session
+        # The proxy names the operator on every request: one console session per operator, no
+        # cookie. Another operator's form carries another session's CSRF token, refused below.
+        return self.sessions.for_name(name)
 
     async def _check_change(self, scope: Scope, receive: Receive, operator: Operator) -> Receive:
         """Refuses a change from another origin or without the current CSRF token; returns a
