@@ -588,3 +588,28 @@ def test_signing_out_ends_the_console_session_and_only_a_form_of_it_can(console:
     response = page.goto(console.link("/"))
     assert response is not None and response.status == 401
     assert len(console.app.state.sessions) == 0
+
+
+# ------------------------------------------------------------------------ 7. invisible characters
+
+
+def test_invisible_and_confusable_characters_are_shown_as_escapes() -> None:
+    from session_ledger_console.text import visible
+
+    for ch in [
+        "\u3164",  # Hangul filler: `npm\u3164test` renders as `npm test`
+        "\u115f", "\u1160", "\uffa0",  # the other Hangul fillers
+        "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",  # zero-width space, joiners, word joiner, BOM
+        "\u180e", "\u034f", "\u00ad",  # Mongolian vowel separator, grapheme joiner, soft hyphen
+        "\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
+        "\u200e", "\u200f", "\u061c",  # bidi controls and marks
+        "\U000e0001", "\U000e0041", "\U000e007f",  # tag characters
+        "\ufe0f", "\ufe00", "\U000e0100",  # variation selectors
+        "\u00a0", "\u2007", "\u3000",  # spaces that are not the space
+        "\x1b", "\n", "\x7f",
+    ]:
+        shown = str(visible(f"npm{ch}test"))
+        code = ord(ch)
+        escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+        assert ch not in shown and escape in shown and 'class="ctl"' in shown, f"U+{code:04X}"
+    assert str(visible("npm test -- é ü 中文 😀")) == "npm test -- é ü 中文 😀"
