@@ -7,12 +7,13 @@ of what it did.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass, replace
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -613,3 +614,100 @@ def test_invisible_and_confusable_characters_are_shown_as_escapes() -> None:
         escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
         assert ch not in shown and escape in shown and 'class="ctl"' in shown, f"U+{code:04X}"
     assert str(visible("npm test -- é ü 中文 😀")) == "npm test -- é ü 中文 😀"
+
+
+# ------------------------------------------------------------------------ 8. any stored pattern is removable
+
+
+#: Patterns the ledger refuses today but may hold from older, looser rules: line breaks of each
+#: kind, control characters, marks that reorder text.
+STORED_PATTERNS = [
+    "echo a\nrm -rf /",
+    "echo b\r",
+    "echo c\r\nls",
+    "\nleading line break",
+    "printf '\x01\x02\x1f\x7f'",
+    "tab\there",
+    "echo \u200fRTL\u202e txt.exe",
+    " spaces around ",
+]
+
+
+def _sql_text(value: str) -> str:
+    """A PostgreSQL escape string literal of ``value``, every character spelled out."""
+    out = []
+    for ch in value:
+        if ch.isascii() and ch.isprintable() and ch not in "'\\":
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}")
+    return "E'" + "".join(out) + "'"
+
+
+def store_patterns_by_hand(place: Place, session: str, patterns: List[str]) -> None:
+    """Writes pattern rows as an older version of the ledger could have, past today's checks."""
+    if place.engine == "sqlite":
+        # In another process: two copies of SQLite in one process (Python's and the binding's)
+        # would release each other's file locks.
+        script = (
+            "import json, sqlite3, sys\n"
+            "rows = json.load(sys.stdin)\n"
+            "db = sqlite3.connect(sys.argv[1], timeout=30)\n"
+            "with db:\n"
+            "    db.executemany('INSERT INTO command_patterns (session_id, pattern, added_by, added_at) "
+            "VALUES (?, ?, \\'old\\', \\'2026-01-01T00:00:00.000Z\\')', rows)\n"
+            "db.close()\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", script, place.target],
+            input=json.dumps([[session, p] for p in patterns]),
+            text=True,
+            check=True,
+        )
+    else:
+        from conftest import _sql
+
+        values = ", ".join(f"('{session}', {_sql_text(p)}, 'old', '2026-01-01T00:00:00.000Z')" for p in patterns)
+        _sql(place.target, f"INSERT INTO command_patterns (session_id, pattern, added_by, added_at) VALUES {values}")
+
+
+def test_a_stored_pattern_is_removable_from_the_console_whatever_characters_it_holds(
+    place: Place, new_page: Any
+) -> None:
+    # The rows are there before the console starts, as in a ledger an older version wrote.
+    place.opened[0].create_root("builder", actor=OPERATOR)
+    store_patterns_by_hand(place, "builder", STORED_PATTERNS)
+    console = serve(place, Policy(token=TOKEN, operator=OPERATOR))
+    try:
+        remove_each_pattern(console, new_page())
+    finally:
+        stop(console)
+
+
+def remove_each_pattern(console: Console, page: Page) -> None:
+    """Signs in and removes every pattern of ``builder`` with its button, one after the other."""
+    ledger = console.ledger
+    assert sorted(ledger.patterns("builder")) == sorted(STORED_PATTERNS)
+    page.goto(console.login_link())
+    page.goto(console.link("/session/builder"))
+    for left in range(len(STORED_PATTERNS), 0, -1):
+        expect(page.locator("#patterns li")).to_have_count(left)
+        page.locator("#patterns").get_by_role("button", name="remove").first.click()
+        expect(page.locator(".flash.done")).to_contain_text("Removed the pattern")
+    expect(page.locator("#patterns")).to_contain_text("none")
+    assert ledger.patterns("builder") == []
+    removed = [row.detail["pattern"] for row in ledger.audit(session="builder", kind="pattern.remove")]
+    assert sorted(removed) == sorted(STORED_PATTERNS)
+
+
+def test_a_remove_form_with_a_malformed_pattern_encoding_is_refused(console: Console) -> None:
+    ledger = console.ledger
+    ledger.create_root("builder", actor=OPERATOR)
+    ledger.add_pattern("builder", "npm test", actor=OPERATOR)
+    cookie = sign_in(console)
+    csrf = csrf_in(call(console, "GET", "/session/builder", [("Cookie", cookie)]).body)
+    for encoded in ["not base64!", "bnBtIHRlc3Q=", "a", "_w", ""]:  # "_w" is 0xff: not UTF-8
+        content_type, body = form({"pattern_b64": encoded, "csrf": csrf})
+        answer = call(console, "POST", "/session/builder/patterns/remove", [("Cookie", cookie), content_type], body)
+        assert answer.status == 400, encoded
+    assert ledger.patterns("builder") == ["npm test"]

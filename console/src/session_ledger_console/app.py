@@ -91,6 +91,7 @@ def _environment() -> jinja2.Environment:
     env.filters["detail"] = text.detail
     env.filters["when"] = text.when
     env.filters["q"] = lambda v: quote(str(v), safe="")
+    env.filters["b64"] = text.b64
     return env
 
 
@@ -415,7 +416,13 @@ def _routes(app: FastAPI, c: Console) -> None:
         return act(request, id, call)
 
     @app.post("/session/{id}/patterns/remove")
-    def remove_pattern(request: Request, id: str, pattern: str = Form(...)) -> Response:
+    def remove_pattern(request: Request, id: str, pattern_b64: str = Form(...)) -> Response:
+        """The form carries the pattern encoded: a browser rewrites the line breaks of a form
+        field (LF and CR become CR LF), so a pattern stored with one could not be named."""
+        pattern = text.unb64(pattern_b64)
+        if pattern is None:
+            raise BadParameter("pattern_b64", "is a pattern's UTF-8 in base64url, as its remove button sends it")
+
         def call(actor: str) -> str:
             c.writer.remove_pattern(id, pattern, actor=actor)
             return f"Removed the pattern {pattern!r}."

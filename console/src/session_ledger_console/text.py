@@ -17,7 +17,10 @@ the standard library's ``unicodedata`` has the categories but not Default_Ignora
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from datetime import datetime
 from typing import Any, List, Optional
 
@@ -69,3 +72,24 @@ def when(value: Optional[datetime]) -> str:
     if value is None:
         return ""
     return value.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+BASE64URL = re.compile(r"[A-Za-z0-9_-]*\Z")
+
+
+def b64(value: str) -> str:
+    """``value``'s UTF-8 in base64url without padding: a form field that carries any text
+    exactly, line breaks included, which a browser would otherwise rewrite."""
+    return base64.urlsafe_b64encode(value.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def unb64(encoded: str) -> Optional[str]:
+    """The text `b64` encoded; ``None`` for anything else (another alphabet, padding, a length
+    no encoding has, bytes that are not UTF-8, nothing)."""
+    if not encoded or not BASE64URL.match(encoded) or len(encoded) % 4 == 1:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        return raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
