@@ -711,3 +711,23 @@ def test_a_remove_form_with_a_malformed_pattern_encoding_is_refused(console: Con
         answer = call(console, "POST", "/session/builder/patterns/remove", [("Cookie", cookie), content_type], body)
         assert answer.status == 400, encoded
     assert ledger.patterns("builder") == ["npm test"]
+
+
+# ------------------------------------------------------------------------ 9. no redirect leaves the console
+
+
+def test_the_sign_in_link_never_redirects_off_the_console(console: Console) -> None:
+    for path, expected in [
+        (f"//evil.example/x?token={TOKEN}", "/"),
+        (f"/\\evil.example/x?token={TOKEN}", "/"),
+        (f"/%2F/evil.example?token={TOKEN}", "/"),
+        (f"/%5Cevil.example?token={TOKEN}", "/"),
+        (f"/%0d%0aSet-Cookie:%20x=1?token={TOKEN}", "/%0D%0ASet-Cookie%3A%20x%3D1"),
+        (f"/session/worker-1?token={TOKEN}&open=a~1", "/session/worker-1?open=a~1"),
+        (f"/?token={TOKEN}", "/"),
+    ]:
+        answer = call(console, "GET", path)
+        assert answer.status == 303, path
+        location = answer.header("location") or ""
+        assert location == expected, path
+        assert urlsplit(location).netloc == "" and not location.startswith(("//", "/\\")), path

@@ -33,7 +33,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 Scope = Dict[str, Any]
 Message = Dict[str, Any]
@@ -378,6 +378,15 @@ def cookie_header(policy: Policy, value: str, max_age: int) -> bytes:
     return "; ".join(parts).encode("latin-1")
 
 
+def same_origin_path(path: str) -> str:
+    """``path`` as a redirect that stays on the console: re-encoded (no line break reaches a
+    header), and ``/`` for a path that a browser would read as another host (``//evil.example``,
+    ``/\\evil.example``)."""
+    if not path.startswith("/") or path.startswith(("//", "/\\")):
+        return "/"
+    return quote(path, safe="/-._~")
+
+
 def _headers(scope: Scope, name: bytes) -> List[str]:
     """Every value of the header ``name`` (lower case), in order."""
     return [str(value.decode("latin-1")) for key, value in scope.get("headers", []) if key.lower() == name]
@@ -526,7 +535,7 @@ class Gate:
         operator = self.sessions.new(self.policy.operator or "operator")
         set_cookie.append(cookie_header(self.policy, operator.sid, int(self.sessions.lifetime)))
         rest = {k: v for k, v in query.items() if k != "token"}
-        location = scope["path"] + (("?" + urlencode(rest, doseq=True)) if rest else "")
+        location = same_origin_path(scope["path"]) + (("?" + urlencode(rest, doseq=True)) if rest else "")
         await send(
             {
                 "type": "http.response.start",
