@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -39,7 +40,7 @@ import uvicorn
 
 from session_ledger_console import Policy, create_app
 
-TOKEN = "bench-token"
+TOKEN = secrets.token_urlsafe(32)
 ITERATIONS = 30
 WARMUP = 3
 PAGE_SIZE = 10

@@ -45,7 +45,8 @@ REQUIRE_VARIABLE = "SESSION_LEDGER_REQUIRE_POSTGRES"
 CHROMIUM = os.environ.get("SESSION_LEDGER_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(os.environ.get("SESSION_LEDGER_CONSOLE_SCREENSHOTS", REPO / "target" / "console-screenshots"))
 OPERATOR = "alice"
-TOKEN = "test-token-0123456789"
+#: A token of the strength the console asks (128 bits and more: 43 characters of base64url).
+TOKEN = "dGVzdC10b2tlbi1vZi10aGUtY29uc29sZS0xMjM0NTY"
 
 _schemas = itertools.count()
 _browser_runs: "Counter[str]" = Counter()

@@ -731,3 +731,31 @@ def test_the_sign_in_link_never_redirects_off_the_console(console: Console) -> N
         location = answer.header("location") or ""
         assert location == expected, path
         assert urlsplit(location).netloc == "" and not location.startswith(("//", "/\\")), path
+
+
+# ------------------------------------------------------------------------ 10. weak preset token
+
+
+def test_a_preset_token_weaker_than_128_bits_is_refused_at_start(place: Place) -> None:
+    for weak in ["a", "test-token-0123456789", "x" * 27, "0" * 38, "deadbeef" * 3, "has space in it, 1234567890abcdef"]:
+        refused = run_console(["--db", place.target, "--port", "0"], {"SESSION_LEDGER_CONSOLE_TOKEN": weak})
+        assert refused.returncode == 2, weak
+        assert "128 bits" in refused.stderr, weak
+        assert len(weak) < 8 or weak not in refused.stderr, "the token is not repeated"
+    strong = "Qm9xY2Fyc3RhbmQtYmV0dGVy"  # 24 characters of the URL-safe base64 alphabet
+    process, line = start_console(["--db", place.target, "--port", "0"], {"SESSION_LEDGER_CONSOLE_TOKEN": strong})
+    try:
+        assert line.endswith(f"/?token={strong}")
+    finally:
+        end_console(process)
+
+
+def test_the_token_rule_counts_the_smallest_alphabet_the_characters_come_from() -> None:
+    from session_ledger_console.gate import token_bits
+
+    assert token_bits("a" * 22) < 128 and token_bits("A" * 27) < 128  # letters of one case: 4.7 bits each
+    assert token_bits("0123456789abcdef" * 2) == 128  # 32 hexadecimal digits
+    assert token_bits("Ab0-" + "x" * 18) >= 128  # 22 characters of base64url
+    assert token_bits("Ab0-" + "x" * 17) < 128
+    assert token_bits("9" * 39) >= 128 and token_bits("9" * 38) < 128
+    assert token_bits("caf\u00e9" * 10) == 0 and token_bits("a b" * 20) == 0  # not of a link's alphabet

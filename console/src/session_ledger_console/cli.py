@@ -34,6 +34,7 @@ from .gate import (
     OwnAddresses,
     Policy,
     is_loopback,
+    token_problem,
     trusted_networks,
     valid_operator_name,
 )
@@ -136,6 +137,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         say(f"warning: listening on {args.host} with --trust-header; {args.trust_header} is taken "
             f"from {proxies}: firewall the port so that only the proxy reaches it")
     token = None if args.trust_header else (os.environ.get("SESSION_LEDGER_CONSOLE_TOKEN") or secrets.token_urlsafe(32))
+    weak = token_problem(token) if token is not None else None
+    if weak:
+        say(f"error: SESSION_LEDGER_CONSOLE_TOKEN is too weak: {weak}")
+        return 2
     policy = Policy(
         token=token,
         operator=operator,

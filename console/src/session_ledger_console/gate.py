@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import math
 import re
 import secrets
 import threading
@@ -67,6 +68,50 @@ SECURITY_HEADERS: List[Tuple[bytes, bytes]] = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
+
+
+#: The alphabets a token's strength is measured by, smallest first: a token is counted as if
+#: each of its characters were drawn at random from the smallest that holds them all.
+_DIGITS = "0123456789"
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_UPPER = _LOWER.upper()
+TOKEN_ALPHABETS = [
+    _DIGITS,
+    _DIGITS + "abcdef",
+    _DIGITS + "ABCDEF",
+    _LOWER,
+    _UPPER,
+    _DIGITS + _LOWER,
+    _DIGITS + _UPPER,
+    _LOWER + _UPPER,
+    _DIGITS + _LOWER + _UPPER,
+    _DIGITS + _LOWER + _UPPER + "-_",
+    _DIGITS + _LOWER + _UPPER + "-_.~",
+]
+#: The least a token may hold, in bits: what `secrets.token_urlsafe(16)` gives and more.
+TOKEN_BITS = 128
+
+
+def token_bits(token: str) -> float:
+    """A conservative measure of a token's strength: its length times log2 of the smallest of
+    `TOKEN_ALPHABETS` that holds all its characters (0 when none does: a token is written in a
+    link as it is, so only the characters a URL leaves alone are taken). A token made by hand
+    from a larger alphabet than it seems to use is counted as the smaller one."""
+    for alphabet in TOKEN_ALPHABETS:
+        if all(ch in alphabet for ch in token):
+            return len(token) * math.log2(len(alphabet))
+    return 0.0
+
+
+def token_problem(token: str) -> Optional[str]:
+    """Why ``token`` is too weak to let operators in, or ``None``. Never repeats the token."""
+    if token_bits(token) >= TOKEN_BITS:
+        return None
+    return (
+        f"the token holds less than {TOKEN_BITS} bits: use at least 22 random characters of "
+        "A-Z a-z 0-9 - _ (python3 -c 'import secrets; print(secrets.token_urlsafe(32))'), or 32 "
+        "hexadecimal digits"
+    )
 
 
 def valid_operator_name(name: str) -> bool:
@@ -437,6 +482,8 @@ class Gate:
         self.sessions = sessions
         self.render_refusal = render_refusal
         self.own = OwnAddresses.of(policy)
+        if policy.token is not None and token_problem(policy.token):
+            raise ValueError(token_problem(policy.token))
         self.proxies = trusted_networks(policy)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
