@@ -759,3 +759,19 @@ def test_the_token_rule_counts_the_smallest_alphabet_the_characters_come_from() 
     assert token_bits("Ab0-" + "x" * 17) < 128
     assert token_bits("9" * 39) >= 128 and token_bits("9" * 38) < 128
     assert token_bits("caf\u00e9" * 10) == 0 and token_bits("a b" * 20) == 0  # not of a link's alphabet
+
+
+# ------------------------------------------------------------------------ a new user's report
+
+
+def test_the_favicon_is_served_within_the_origin_without_a_credential(console: Console) -> None:
+    answer = call(console, "GET", "/favicon.ico")
+    if answer.status in (301, 302, 307, 308):
+        location = answer.header("location") or ""
+        assert location.startswith("/static/") and urlsplit(location).netloc == ""
+        answer = call(console, "GET", location)
+    assert answer.status == 200
+    assert (answer.header("content-type") or "").startswith("image/")
+    assert_security_headers(answer)
+    page = call(console, "GET", "/", [("Cookie", sign_in(console))])
+    assert re.search(r'<link rel="icon" [^>]*href="/static/favicon\.svg"', page.body)

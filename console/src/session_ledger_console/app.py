@@ -132,6 +132,11 @@ def create_app(
     app.state.sessions = sessions
     static = resources.files("session_ledger_console") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> RedirectResponse:
+        """Where browsers look for an icon without asking the page: the package's SVG one."""
+        return RedirectResponse("/static/favicon.svg", status_code=308)
     _routes(app, console)
     _sign_out(app, console, policy, sessions)
 

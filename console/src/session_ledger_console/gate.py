@@ -525,7 +525,7 @@ class Gate:
         """The gate's checks, then the application."""
         try:
             self._check_host(scope)
-            if scope["path"].startswith("/static/"):
+            if scope["path"].startswith("/static/") or scope["path"] == "/favicon.ico":
                 await self.app(scope, receive, send)
                 return
             method = scope["method"]
