@@ -775,3 +775,26 @@ def test_the_favicon_is_served_within_the_origin_without_a_credential(console: C
     assert_security_headers(answer)
     page = call(console, "GET", "/", [("Cookie", sign_in(console))])
     assert re.search(r'<link rel="icon" [^>]*href="/static/favicon\.svg"', page.body)
+
+
+def test_ending_a_session_and_granting_a_posture_are_refused_without_their_typed_confirmation(
+    console: Console,
+) -> None:
+    ledger = console.ledger
+    ledger.create_root("conductor", actor=OPERATOR)
+    cookie = sign_in(console)
+    csrf = csrf_in(call(console, "GET", "/session/conductor", [("Cookie", cookie)]).body)
+    head = ledger.audit_head()
+    for action, fields in [
+        ("grant", {"level": "trust"}),
+        ("grant", {"level": "trust_reads", "confirm": ""}),
+        ("grant", {"level": "trust", "confirm": "conductor2"}),
+        ("end", {}),
+        ("end", {"confirm": "yes"}),
+    ]:
+        content_type, body = form({**fields, "csrf": csrf})
+        answer = call(console, "POST", f"/session/conductor/{action}", [("Cookie", cookie), content_type], body)
+        assert answer.status == 400, (action, fields)
+        assert "type the session&#39;s id, conductor, to confirm" in answer.body
+    assert ledger.audit_head() == head
+    assert ledger.posture("conductor") is None and ledger.session("conductor").live  # type: ignore[union-attr]

@@ -314,13 +314,39 @@ def _routes(app: FastAPI, c: Console) -> None:
         audit = list(reversed(c.reader.audit(session=id, limit=20)))
         return {"x": explanation, "audit": audit, "now": datetime.now(timezone.utc)}
 
-    @app.get("/session/{id}", response_class=HTMLResponse)
-    def session_page(request: Request, id: str) -> HTMLResponse:
+    def spawned_reach(id: str) -> List[str]:
+        """The live sub-agents that ending ``id`` ends with it: the sessions spawned under it,
+        through spawned sessions only, as the ledger's end walks them."""
+        reached: List[str] = []
+        frontier = [id]
+        while frontier:
+            for child in c.reader.children(frontier.pop()):
+                if child.origin == "spawned":
+                    frontier.append(child.id)
+                    if child.live:
+                        reached.append(child.id)
+        return reached
+
+    def session_view(request: Request, id: str, status: int = 200) -> HTMLResponse:
+        """A session's page; with what ending it would reach, for its confirmation."""
         try:
             facts = session_facts(id)
+            reach = spawned_reach(id) if facts["x"].session.live else []
         except LedgerError as e:
             return render(request, "missing.html", status=404, id=id, error=str(e))
-        return render(request, "session.html", id=id, **facts)
+        return render(request, "session.html", status=status, id=id, reach=reach, **facts)
+
+    def unconfirmed(request: Request, id: str, confirm: str, what: str) -> Optional[HTMLResponse]:
+        """The session's page with 400 when an action's typed confirmation (the session's id)
+        is missing or wrong; ``None`` when it is right."""
+        if confirm.strip() == id:
+            return None
+        _flash(request, "error", f"Nothing was {what}: type the session's id, {id}, to confirm.")
+        return session_view(request, id, status=400)
+
+    @app.get("/session/{id}", response_class=HTMLResponse)
+    def session_page(request: Request, id: str) -> HTMLResponse:
+        return session_view(request, id)
 
     @app.get("/session/{id}/facts", response_class=HTMLResponse)
     def session_facts_fragment(id: str) -> HTMLResponse:
@@ -389,7 +415,13 @@ def _routes(app: FastAPI, c: Console) -> None:
         return _back(_session_url(id))
 
     @app.post("/session/{id}/grant")
-    def grant(request: Request, id: str, level: str = Form(...)) -> Response:
+    def grant(request: Request, id: str, level: str = Form(...), confirm: str = Form("")) -> Response:
+        """A posture reaches every child the session creates from now on: granted only behind
+        its typed confirmation."""
+        refused = unconfirmed(request, id, confirm, "granted")
+        if refused is not None:
+            return refused
+
         def call(actor: str) -> str:
             # The ledger checks the word: anything but `trust` and `trust_reads` is refused.
             p = c.writer.grant(id, cast(session_ledger.PostureLevel, level), actor=actor)
@@ -398,7 +430,12 @@ def _routes(app: FastAPI, c: Console) -> None:
         return act(request, id, call)
 
     @app.post("/session/{id}/end")
-    def end(request: Request, id: str) -> Response:
+    def end(request: Request, id: str, confirm: str = Form("")) -> Response:
+        """Ending reaches the session's spawned sub-agents: only behind its typed confirmation."""
+        refused = unconfirmed(request, id, confirm, "ended")
+        if refused is not None:
+            return refused
+
         def call(actor: str) -> str:
             c.writer.end(id, actor=actor)
             return f"Ended {id} (and the sub-agents it spawned)."
