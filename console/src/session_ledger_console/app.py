@@ -369,9 +369,24 @@ def _routes(app: FastAPI, c: Console) -> None:
         came too late, ``unbound`` when one came without a preview's token."""
         try:
             preview = c.reader.revoke(id, "preview", actor=_operator(request).name)
+            affected = affected_rows(id, preview.sessions)
         except LedgerError as e:
             return render(request, "missing.html", status=404, id=id, error=str(e))
-        return render(request, "revoke.html", status=status, id=id, preview=preview, stale=stale, unbound=unbound)
+        return render(
+            request, "revoke.html", status=status, id=id, preview=preview, affected=affected, stale=stale, unbound=unbound
+        )
+
+    def affected_rows(id: str, sessions: List[str]) -> List[Dict[str, Any]]:
+        """Each session a cascade reaches, as `revoke --preview` lists it: its depth and the
+        posture it holds, granted on it or inherited, lapsed or counting. The binding's
+        preview carries the ids only: the depths come from one read of the subtree, each
+        posture from its own row."""
+        depths = {n.id: (n.depth, n.relative_depth) for n in c.reader.tree(id)}
+        rows = []
+        for sid in sessions:
+            depth, below = depths.get(sid, (None, 0))
+            rows.append({"id": sid, "depth": depth, "below": below, "posture": c.reader.posture(sid)})
+        return rows
 
     @app.get("/session/{id}/revoke", response_class=HTMLResponse)
     def revoke_page(request: Request, id: str) -> HTMLResponse:
