@@ -1,7 +1,22 @@
 """The console on a hostile network: requests as an attacker writes them, with curl's freedom
 (any Host, any Origin, headers twice, foreign cookies, malformed parameters), against the
-console serving a real ledger, on each engine. Each test states what the console does instead
-of what it did.
+console serving a real ledger, on each engine, and in Chromium where a browser matters.
+
+| finding                                                 | now                          |
+|---------------------------------------------------------|------------------------------|
+| another Host (DNS rebinding), reads included            | 421 (400: none, two, bad)    |
+| Origin compared with the request's own Host             | compared with the console's  |
+| the proxy's header from another peer / twice            | 403 / 400                    |
+| trusting a header beyond loopback                       | refused at start, or warned  |
+| a cascade confirmed without its preview's token         | 400, nothing revoked         |
+| another application's cookie before the console's       | found leniently              |
+| a refusal page showing where the ledger is              | shows nothing of it          |
+| malformed parameters; a failing route                   | 400; 500 with the headers    |
+| console sessions that never expire, unbounded           | idle/lifetime/bound/sign out |
+| invisible characters (U+3164 and its kind)              | shown as escapes             |
+| a stored pattern with a line break                      | removable                    |
+| the sign-in link redirecting to //evil.example          | stays on the console         |
+| a weak preset token                                     | refused at start             |
 """
 
 from __future__ import annotations
@@ -12,7 +27,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlencode, urlsplit
 

@@ -11,13 +11,17 @@ The gate is an ASGI middleware in front of every route. For each request it:
   taken only from the proxy's own address (``--trusted-proxy``, loopback by default) and only
   once per request;
 - refuses a request without a credential, or with a wrong one (401), and an operator name that
-  cannot be an actor of the ledger (403);
+  cannot be an actor of the ledger (403); a console session lasts as `Sessions` says (idle
+  time, lifetime, a bound on how many), and a sign-in from a browser that has one replaces it;
 - refuses a state-changing request (any method but GET and HEAD) from an origin that is not
   one of the console's own (never compared with what the request says its host is), or
   without the CSRF token of the operator's current console session (403): a token of an
   earlier session, one that a later login replaced, is stale;
 - adds the security headers to every response: a Content-Security-Policy that allows scripts
-  from the console's own files only (no inline script, no eval), no framing, no caching.
+  from the console's own files only (no inline script, no eval), no framing, no caching; and
+  answers a failure of the application with a plain 500 page that carries them too.
+
+Refusal pages say why and nothing about the ledger: whoever reaches the port sees them.
 
 Routes find the operator in ``request.state.operator``.
 """
