@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -39,7 +40,7 @@ import uvicorn
 
 from session_ledger_console import Policy, create_app
 
-TOKEN = "bench-token"
+TOKEN = secrets.token_urlsafe(32)
 ITERATIONS = 30
 WARMUP = 3
 PAGE_SIZE = 10
@@ -62,10 +63,11 @@ PAGES: List[Tuple[str, str]] = [
 
 class Served:
     def __init__(self, db: str) -> None:
-        self.app = create_app(db, Policy(token=TOKEN, operator="bench"), page_size=PAGE_SIZE)
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
+        policy = Policy(token=TOKEN, operator="bench", listen=("127.0.0.1", self.port))
+        self.app = create_app(db, policy, page_size=PAGE_SIZE)
         self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", timeout_graceful_shutdown=1))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
         self.thread.start()

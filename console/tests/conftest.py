@@ -27,12 +27,13 @@ import socket
 import subprocess
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Iterator, List, cast
 
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 from session_ledger import Ledger
@@ -44,7 +45,8 @@ REQUIRE_VARIABLE = "SESSION_LEDGER_REQUIRE_POSTGRES"
 CHROMIUM = os.environ.get("SESSION_LEDGER_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(os.environ.get("SESSION_LEDGER_CONSOLE_SCREENSHOTS", REPO / "target" / "console-screenshots"))
 OPERATOR = "alice"
-TOKEN = "test-token-0123456789"
+#: A token of the strength the console asks (128 bits and more: 43 characters of base64url).
+TOKEN = "dGVzdC10b2tlbi1vZi10aGUtY29uc29sZS0xMjM0NTY"
 
 _schemas = itertools.count()
 _browser_runs: "Counter[str]" = Counter()
@@ -119,6 +121,11 @@ class Console:
     server: uvicorn.Server
     thread: threading.Thread
 
+    @property
+    def app(self) -> FastAPI:
+        """The console's application, as ``create_app`` made it."""
+        return cast(FastAPI, self.server.config.app)
+
     def link(self, path: str = "/") -> str:
         return f"{self.url}{path}"
 
@@ -127,12 +134,16 @@ class Console:
 
 
 def serve(place: Place, policy: Policy, **options: Any) -> Console:
-    """Starts the console on a free port of 127.0.0.1 and waits until it listens."""
-    app = create_app(place.target, policy, **options)
+    """Starts the console on a free port of 127.0.0.1 and waits until it listens. The console
+    learns the address it listens on, as the command line tells it, and uvicorn rewrites no
+    address from a proxy's headers, as with the command line."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on")
+    app = create_app(place.target, replace(policy, listen=("127.0.0.1", port)), **options)
+    config = uvicorn.Config(
+        app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on", proxy_headers=False
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -14,7 +14,10 @@ def test_a_local_revoke_lists_the_descendants_that_still_hold_and_ending_greys_a
     ledger = console.ledger
     ledger.create_root("conductor", actor=OPERATOR)
     page.goto(console.link("/session/conductor"))
-    page.get_by_role("button", name="Grant trust", exact=True).click()
+    grant = page.locator("form#grant")
+    expect(grant.locator(".reach")).to_contain_text("Every child it creates from now on")
+    grant.locator("[name=confirm]").fill("conductor")
+    grant.get_by_role("button", name="Grant trust", exact=True).click()
     expect(page.locator(".flash.done")).to_have_text("Granted trust on conductor.")
     ledger.create_child("worker-1", creator="conductor", actor="dashboard")
     ledger.create_child("worker-2", creator="conductor", actor="dashboard")
@@ -26,9 +29,22 @@ def test_a_local_revoke_lists_the_descendants_that_still_hold_and_ending_greys_a
     expect(flash.locator("li")).to_have_text(["worker-1", "worker-2"])
     assert not ledger.state("conductor").trust and ledger.state("worker-1").trust
 
+    # Ending a session names the sub-agents it ends with it, and asks for its id typed.
+    ledger.state("sub-worker-2-1")
+    ledger.state("sub-sub-worker-2-1-1")
     page.goto(console.link("/session/worker-2"))
-    page.get_by_role("button", name="End worker-2 and its spawned sub-agents").click()
+    end = page.locator("form#end")
+    expect(end.locator("#reach")).to_have_text("2")
+    expect(end.locator(".reach a")).to_have_text(["sub-worker-2-1", "sub-sub-worker-2-1-1"])
+    end.locator("[name=confirm]").fill("worker-1")
+    end.get_by_role("button", name="End worker-2 and 2 sub-agents").click()
+    expect(page.locator(".flash.error")).to_contain_text("Nothing was ended: type the session's id, worker-2")
+    assert ledger.session("worker-2").live  # type: ignore[union-attr]
+    end = page.locator("form#end")
+    end.locator("[name=confirm]").fill("worker-2")
+    end.get_by_role("button", name="End worker-2 and 2 sub-agents").click()
     expect(page.locator(".badge.ended")).to_have_text("ended")
+    assert not ledger.session("sub-sub-worker-2-1-1").live  # type: ignore[union-attr]
     page.goto(console.link("/?open=conductor~50"))
     expect(page.locator('li.node.ended[data-id="worker-2"]')).to_have_count(1)
     expect(page.locator('li.node[data-id="worker-2"] .ended-at')).to_contain_text("ended ")

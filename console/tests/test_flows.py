@@ -91,9 +91,15 @@ def test_a_cascade_lists_exactly_whom_it_changes_shows_the_new_preview_after_a_c
     trusted_tree(console)
     page.goto(console.link("/session/conductor"))
     page.get_by_role("link", name="Revoke…").click()
-    preview = page.locator("#preview li")
+    preview = page.locator("#preview tbody tr")
     expect(preview).to_have_count(4)
-    assert sorted(preview.all_inner_texts()) == ["conductor", "worker-1", "worker-1.review", "worker-2"]
+    # As `revoke --preview` lists them: by depth, each with its depth and how it holds its posture.
+    assert preview.all_inner_texts() == [
+        "conductor\t0\ttrust\tgranted",
+        "worker-1\t1\ttrust\tinherited",
+        "worker-2\t1\ttrust\tinherited",
+        "worker-1.review\t2\ttrust\tinherited",
+    ]
     expect(page.locator("#count")).to_have_text("4")
     shoot(page, console.place, "preview")
 
@@ -103,7 +109,7 @@ def test_a_cascade_lists_exactly_whom_it_changes_shows_the_new_preview_after_a_c
     page.locator("#confirm-cascade").click()
     expect(page.locator("#stale")).to_be_visible()
     expect(page.locator("#count")).to_have_text("5")
-    assert "worker-3" in page.locator("#preview li").all_inner_texts()
+    assert "worker-3\t1\ttrust\tinherited" in page.locator("#preview tbody tr").all_inner_texts()
     assert console.ledger.state("worker-3").trust, "nothing was revoked"
     shoot(page, console.place, "preview-stale")
 

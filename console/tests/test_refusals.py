@@ -87,6 +87,7 @@ def test_a_post_without_a_csrf_token_or_with_a_stale_one_changes_nothing(
     # still open in this page carries the earlier session's token, which is stale now.
     other = page.context.new_page()
     other.goto(console.login_link())
+    page.locator("form#grant [name=confirm]").fill("conductor")
     with page.expect_navigation() as navigation:
         page.get_by_role("button", name="Grant trust", exact=True).click()
     response = navigation.value
@@ -150,7 +151,7 @@ def test_a_post_from_another_origin_is_refused_even_with_the_cookie_and_the_toke
     assert post(
         console,
         "/session/conductor/grant",
-        {"level": "trust", "csrf": token},
+        {"level": "trust", "confirm": "conductor", "csrf": token},
         {"Cookie": cookie_header(page), "Origin": console.url},
     ) == 303
     assert console.ledger.posture("conductor") is not None
@@ -259,6 +260,7 @@ def test_behind_a_proxy_each_operator_is_named_by_the_header_and_recorded_as_the
         response = bob.goto(proxied.link("/session/conductor"))
         assert response is not None and response.status == 200
         expect(bob.locator("#operator")).to_have_text("bob@example.com")
+        bob.locator("form#grant [name=confirm]").fill("conductor")
         bob.get_by_role("button", name="Grant trust", exact=True).click()
         expect(bob.locator(".flash.done")).to_contain_text("Granted trust on conductor.")
         grant = proxied.ledger.audit(kind="posture.grant")

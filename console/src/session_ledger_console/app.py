@@ -24,13 +24,14 @@ from urllib.parse import quote, urlencode
 
 import jinja2
 import session_ledger
-from fastapi import FastAPI, Form, Request
+from fastapi import FastAPI, Form, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from session_ledger import Ledger, LedgerError
 
 from . import text
-from .gate import CSRF_FIELD, Gate, Operator, Policy, Refused, Sessions
+from .gate import CSRF_FIELD, Gate, Operator, Policy, Refused, Sessions, cookie_header
 from .live import HeadWatcher, Verifier
 
 #: Sessions per page of a tree level, unless the console was started with another.
@@ -44,9 +45,23 @@ AUDIT_PAGE = 50
 #: Seconds without a change after which the event stream says it is alive.
 KEEPALIVE_SECONDS = 15.0
 #: A TTL as the command line writes it: a whole number and a unit.
-TTL = re.compile(r"\s*(\d{1,12})\s*([smhd])\s*\Z")
+TTL = re.compile(r"\s*([0-9]{1,12})\s*([smhd])\s*\Z")
+#: A count in a query (how many sessions a level shows): ASCII digits, not ``²`` or ``٣``.
+COUNT = re.compile(r"[0-9]{1,9}\Z")
+#: An audit row's sequence number: a positive 64-bit integer.
+SEQ = re.compile(r"[0-9]{1,19}\Z")
+SEQ_MAX = 2**63 - 1
 TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
+
+class BadParameter(Exception):
+    """A parameter the console cannot read: answered 400 with a page that names it and its
+    rule, never the value."""
+
+    def __init__(self, name: str, rule: str) -> None:
+        super().__init__(f"{name} {rule}")
+        self.name = name
+        self.rule = rule
 
 
 @dataclass
@@ -60,6 +75,8 @@ class Console:
     watcher: HeadWatcher
     verifier: Verifier
     templates: jinja2.Environment
+    #: Operators sign out in the console (with a token link; behind a proxy, the proxy's).
+    signs_out: bool = True
 
 
 def _environment() -> jinja2.Environment:
@@ -74,6 +91,7 @@ def _environment() -> jinja2.Environment:
     env.filters["detail"] = text.detail
     env.filters["when"] = text.when
     env.filters["q"] = lambda v: quote(str(v), safe="")
+    env.filters["b64"] = text.b64
     return env
 
 
@@ -83,8 +101,10 @@ def create_app(
     *,
     page_size: int = PAGE_SIZE,
     verify_on_start: bool = True,
+    clock: Callable[[], float] = time.monotonic,
 ) -> FastAPI:
-    """The console over the ledger at ``db`` (a SQLite path or a PostgreSQL URL)."""
+    """The console over the ledger at ``db`` (a SQLite path or a PostgreSQL URL). ``clock``
+    times the console sessions (a test moves its own)."""
     writer = Ledger(db)
     reader = Ledger(db, read_only=True)
     console = Console(
@@ -95,10 +115,11 @@ def create_app(
         watcher=HeadWatcher(reader),
         verifier=Verifier(reader),
         templates=_environment(),
+        signs_out=policy.trust_header is None,
     )
     if verify_on_start:
         console.verifier.start()
-    sessions = Sessions()
+    sessions = Sessions(policy.session_idle, policy.session_lifetime, policy.max_sessions, clock)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -111,13 +132,36 @@ def create_app(
     app.state.sessions = sessions
     static = resources.files("session_ledger_console") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> RedirectResponse:
+        """Where browsers look for an icon without asking the page: the package's SVG one."""
+        return RedirectResponse("/static/favicon.svg", status_code=308)
     _routes(app, console)
+    _sign_out(app, console, policy, sessions)
 
     def refusal_page(refused: Refused) -> bytes:
         page = console.templates.get_template("refused.html")
-        return page.render(refused=refused, location=console.location).encode()
+        # Nothing about the ledger (where it is, its engine, its operators): whoever reaches
+        # the port sees this page.
+        return page.render(refused=refused).encode()
 
     app.add_middleware(Gate, policy=policy, sessions=sessions, render_refusal=refusal_page)
+
+    @app.exception_handler(BadParameter)
+    async def bad_parameter(_: Request, e: Exception) -> Response:
+        assert isinstance(e, BadParameter)
+        refused = Refused(400, "Bad request", f"The parameter {e.name!r} {e.rule}. Nothing was changed.")
+        return HTMLResponse(refusal_page(refused), status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def missing_parameter(_: Request, e: Exception) -> Response:
+        """A parameter missing or unreadable: 400 (not FastAPI's 422 with the input echoed)."""
+        assert isinstance(e, RequestValidationError)
+        names = [str(err["loc"][-1]) for err in e.errors() if err.get("loc")]
+        named = [n for n in names if re.fullmatch(r"[a-z_]{1,32}", n)]
+        what = f"The parameter {named[0]!r} is missing or malformed" if named else "A parameter is missing or malformed"
+        return HTMLResponse(refusal_page(Refused(400, "Bad request", what + ". Nothing was changed.")), status_code=400)
 
     @app.middleware("http")
     async def server_timing(request: Request, call_next: Callable[[Request], Any]) -> Response:
@@ -129,6 +173,18 @@ def create_app(
         return response
 
     return app
+
+
+def _sign_out(app: FastAPI, c: Console, policy: Policy, sessions: Sessions) -> None:
+    @app.post("/logout", response_class=HTMLResponse)
+    def logout(request: Request) -> HTMLResponse:
+        """Ends the operator's console session (a form of it, with its CSRF token) and clears
+        its cookie."""
+        sessions.drop(_operator(request).sid)
+        page = c.templates.get_template("signed_out.html").render(proxied=policy.trust_header is not None)
+        response = HTMLResponse(page)
+        response.headers.append("set-cookie", cookie_header(policy, "", 0).decode("latin-1"))
+        return response
 
 
 def _operator(request: Request) -> Operator:
@@ -148,15 +204,46 @@ def _session_url(id: str) -> str:
     return "/session/" + quote(id, safe="")
 
 
+def _count(name: str, value: str) -> int:
+    """A count from a query: empty is 0; anything but ASCII digits is a bad parameter."""
+    if not value:
+        return 0
+    if not COUNT.match(value):
+        raise BadParameter(name, "is a whole number of at most 9 digits")
+    return int(value)
+
+
 def _parse_open(values: List[str], page_size: int) -> Dict[str, int]:
     """``ID~N`` entries: the levels a page shows open, and how many sessions each shows (at
     least a page, so that a reload shows a session added since)."""
     opened: Dict[str, int] = {}
     for value in values[:MAX_OPEN]:
-        id, _, shown = value.rpartition("~")
-        if id and shown.isdigit():
-            opened[id] = max(page_size, min(int(shown), MAX_SHOWN))
+        id, tilde, shown = value.rpartition("~")
+        if not (id and tilde and shown):
+            raise BadParameter("open", "is a session's id, ~ and a number of sessions (ID~N)")
+        opened[id] = max(page_size, min(_count("open", shown), MAX_SHOWN))
     return opened
+
+
+def _flag(name: str, value: str) -> bool:
+    if value not in ("", "0", "1"):
+        raise BadParameter(name, "is 0 or 1")
+    return value == "1"
+
+
+def _moment(name: str, value: str) -> datetime:
+    """A time from the audit's filters, ISO 8601, in UTC unless it says otherwise."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    except (ValueError, OverflowError):
+        raise BadParameter(name, "is a date and time (2026-01-31T12:00:00)") from None
+
+
+def _seq(name: str, value: str) -> int:
+    if not SEQ.match(value) or int(value) > SEQ_MAX:
+        raise BadParameter(name, "is an audit row's number")
+    return int(value)
 
 
 def _routes(app: FastAPI, c: Console) -> None:
@@ -169,6 +256,7 @@ def _routes(app: FastAPI, c: Console) -> None:
             csrf_field=CSRF_FIELD,
             location=c.location,
             flashes=flashes,
+            signs_out=c.signs_out,
             head=str(c.reader.audit_head()),
             **values,
         )
@@ -189,32 +277,35 @@ def _routes(app: FastAPI, c: Console) -> None:
 
     # ----------------------------------------------------------------------------- the tree
 
+    def forest(roots: str, open: List[str]) -> Dict[str, Any]:
+        """The roots a page shows, with the levels open below them."""
+        opened = _parse_open(open, c.page_size)
+        shown = max(c.page_size, min(_count("roots", roots), MAX_SHOWN))
+        return level(None, None, shown, opened)
+
     @app.get("/", response_class=HTMLResponse)
-    def tree_page(request: Request, roots: Optional[int] = None) -> HTMLResponse:
-        opened = _parse_open(request.query_params.getlist("open"), c.page_size)
-        shown = max(c.page_size, min(roots or 0, MAX_SHOWN))
-        return render(request, "tree.html", tree=level(None, None, shown, opened), page_size=c.page_size)
+    def tree_page(request: Request, roots: str = "", open: List[str] = Query([])) -> HTMLResponse:
+        return render(request, "tree.html", tree=forest(roots, open), page_size=c.page_size)
 
     @app.get("/tree/body", response_class=HTMLResponse)
-    def tree_body(request: Request, roots: Optional[int] = None) -> HTMLResponse:
-        opened = _parse_open(request.query_params.getlist("open"), c.page_size)
-        shown = max(c.page_size, min(roots or 0, MAX_SHOWN))
-        return fragment("tree_body.html", tree=level(None, None, shown, opened))
+    def tree_body(roots: str = "", open: List[str] = Query([])) -> HTMLResponse:
+        return fragment("tree_body.html", tree=forest(roots, open))
 
     @app.get("/tree/level", response_class=HTMLResponse)
-    def tree_level(parent: Optional[str] = None, after: Optional[str] = None, shown: int = 0) -> HTMLResponse:
+    def tree_level(parent: str = "", after: str = "", shown: str = "") -> HTMLResponse:
         """One page of a level: the first when a node opens, the next when "more" is pressed."""
+        already = _count("shown", shown)
         try:
             data = level(parent or None, after or None, c.page_size, {})
         except LedgerError as e:
             return HTMLResponse(f'<p class="error">{text.visible(e)}</p>', status_code=404)
         template = "level_more.html" if after else "level.html"
-        return fragment(template, tree=data, shown=max(0, shown))
+        return fragment(template, tree=data, shown=already)
 
     @app.get("/tree/toggle", response_class=HTMLResponse)
-    def tree_toggle(id: str, open: int = 0) -> HTMLResponse:
+    def tree_toggle(id: str, open: str = "") -> HTMLResponse:
         """The button of a node, open or closed; closing also empties its level."""
-        return fragment("toggle.html", id=id, open=bool(open))
+        return fragment("toggle.html", id=id, open=_flag("open", open))
 
     # ----------------------------------------------------------------------------- a session
 
@@ -223,13 +314,39 @@ def _routes(app: FastAPI, c: Console) -> None:
         audit = list(reversed(c.reader.audit(session=id, limit=20)))
         return {"x": explanation, "audit": audit, "now": datetime.now(timezone.utc)}
 
-    @app.get("/session/{id}", response_class=HTMLResponse)
-    def session_page(request: Request, id: str) -> HTMLResponse:
+    def spawned_reach(id: str) -> List[str]:
+        """The live sub-agents that ending ``id`` ends with it: the sessions spawned under it,
+        through spawned sessions only, as the ledger's end walks them."""
+        reached: List[str] = []
+        frontier = [id]
+        while frontier:
+            for child in c.reader.children(frontier.pop()):
+                if child.origin == "spawned":
+                    frontier.append(child.id)
+                    if child.live:
+                        reached.append(child.id)
+        return reached
+
+    def session_view(request: Request, id: str, status: int = 200) -> HTMLResponse:
+        """A session's page; with what ending it would reach, for its confirmation."""
         try:
             facts = session_facts(id)
+            reach = spawned_reach(id) if facts["x"].session.live else []
         except LedgerError as e:
             return render(request, "missing.html", status=404, id=id, error=str(e))
-        return render(request, "session.html", id=id, **facts)
+        return render(request, "session.html", status=status, id=id, reach=reach, **facts)
+
+    def unconfirmed(request: Request, id: str, confirm: str, what: str) -> Optional[HTMLResponse]:
+        """The session's page with 400 when an action's typed confirmation (the session's id)
+        is missing or wrong; ``None`` when it is right."""
+        if confirm.strip() == id:
+            return None
+        _flash(request, "error", f"Nothing was {what}: type the session's id, {id}, to confirm.")
+        return session_view(request, id, status=400)
+
+    @app.get("/session/{id}", response_class=HTMLResponse)
+    def session_page(request: Request, id: str) -> HTMLResponse:
+        return session_view(request, id)
 
     @app.get("/session/{id}/facts", response_class=HTMLResponse)
     def session_facts_fragment(id: str) -> HTMLResponse:
@@ -247,24 +364,48 @@ def _routes(app: FastAPI, c: Console) -> None:
             return fragment("decision.html", id=id, command=command, detail=None, error=str(e))
         return fragment("decision.html", id=id, command=command, detail=detail, error=None)
 
-    @app.get("/session/{id}/revoke", response_class=HTMLResponse)
-    def revoke_page(request: Request, id: str, propagation: str = "cascade") -> HTMLResponse:
-        operator = _operator(request)
+    def preview_page(request: Request, id: str, status: int = 200, stale: bool = False, unbound: bool = False) -> HTMLResponse:
+        """The preview of a cascade on ``id``, with its token; ``stale`` when a confirmation
+        came too late, ``unbound`` when one came without a preview's token."""
         try:
-            preview = c.reader.revoke(id, "preview", actor=operator.name)
+            preview = c.reader.revoke(id, "preview", actor=_operator(request).name)
+            affected = affected_rows(id, preview.sessions)
         except LedgerError as e:
-            _flash(request, "error", str(e))
             return render(request, "missing.html", status=404, id=id, error=str(e))
-        return render(request, "revoke.html", id=id, preview=preview, propagation=propagation, stale=False)
+        return render(
+            request, "revoke.html", status=status, id=id, preview=preview, affected=affected, stale=stale, unbound=unbound
+        )
+
+    def affected_rows(id: str, sessions: List[str]) -> List[Dict[str, Any]]:
+        """Each session a cascade reaches, as `revoke --preview` lists it: its depth and the
+        posture it holds, granted on it or inherited, lapsed or counting. The binding's
+        preview carries the ids only: the depths come from one read of the subtree, each
+        posture from its own row."""
+        depths = {n.id: (n.depth, n.relative_depth) for n in c.reader.tree(id)}
+        rows = []
+        for sid in sessions:
+            depth, below = depths.get(sid, (None, 0))
+            rows.append({"id": sid, "depth": depth, "below": below, "posture": c.reader.posture(sid)})
+        return rows
+
+    @app.get("/session/{id}/revoke", response_class=HTMLResponse)
+    def revoke_page(request: Request, id: str) -> HTMLResponse:
+        return preview_page(request, id)
 
     @app.post("/session/{id}/revoke", response_class=HTMLResponse)
     def revoke(
         request: Request, id: str, propagation: str = Form(...), token: str = Form("")
     ) -> Response:
         operator = _operator(request)
+        if propagation not in ("cascade", "local"):
+            raise BadParameter("propagation", "is 'cascade' or 'local'")
+        if propagation == "cascade" and not token.strip():
+            # A cascade applies only a preview the operator saw: without its token the library
+            # would revoke whatever the tree holds now.
+            return preview_page(request, id, status=400, unbound=True)
         try:
             if propagation == "cascade":
-                done = c.writer.revoke(id, "cascade", actor=operator.name, token=token or None)
+                done = c.writer.revoke(id, "cascade", actor=operator.name, token=token)
                 _flash(request, "done", f"Revoked the posture of {done.count} sessions.", done.sessions)
             else:
                 done = c.writer.revoke(id, "local", actor=operator.name)
@@ -275,8 +416,7 @@ def _routes(app: FastAPI, c: Console) -> None:
                     message += " No descendant holds a posture inherited through it."
                 _flash(request, "done", message, done.still_holding)
         except session_ledger.StalePreview:
-            preview = c.reader.revoke(id, "preview", actor=operator.name)
-            return render(request, "revoke.html", status=409, id=id, preview=preview, propagation="cascade", stale=True)
+            return preview_page(request, id, status=409, stale=True)
         except LedgerError as e:
             _flash(request, "error", str(e))
         return _back(_session_url(id))
@@ -290,7 +430,13 @@ def _routes(app: FastAPI, c: Console) -> None:
         return _back(_session_url(id))
 
     @app.post("/session/{id}/grant")
-    def grant(request: Request, id: str, level: str = Form(...)) -> Response:
+    def grant(request: Request, id: str, level: str = Form(...), confirm: str = Form("")) -> Response:
+        """A posture reaches every child the session creates from now on: granted only behind
+        its typed confirmation."""
+        refused = unconfirmed(request, id, confirm, "granted")
+        if refused is not None:
+            return refused
+
         def call(actor: str) -> str:
             # The ledger checks the word: anything but `trust` and `trust_reads` is refused.
             p = c.writer.grant(id, cast(session_ledger.PostureLevel, level), actor=actor)
@@ -299,7 +445,12 @@ def _routes(app: FastAPI, c: Console) -> None:
         return act(request, id, call)
 
     @app.post("/session/{id}/end")
-    def end(request: Request, id: str) -> Response:
+    def end(request: Request, id: str, confirm: str = Form("")) -> Response:
+        """Ending reaches the session's spawned sub-agents: only behind its typed confirmation."""
+        refused = unconfirmed(request, id, confirm, "ended")
+        if refused is not None:
+            return refused
+
         def call(actor: str) -> str:
             c.writer.end(id, actor=actor)
             return f"Ended {id} (and the sub-agents it spawned)."
@@ -322,7 +473,13 @@ def _routes(app: FastAPI, c: Console) -> None:
         return act(request, id, call)
 
     @app.post("/session/{id}/patterns/remove")
-    def remove_pattern(request: Request, id: str, pattern: str = Form(...)) -> Response:
+    def remove_pattern(request: Request, id: str, pattern_b64: str = Form(...)) -> Response:
+        """The form carries the pattern encoded: a browser rewrites the line breaks of a form
+        field (LF and CR become CR LF), so a pattern stored with one could not be named."""
+        pattern = text.unb64(pattern_b64)
+        if pattern is None:
+            raise BadParameter("pattern_b64", "is a pattern's UTF-8 in base64url, as its remove button sends it")
+
         def call(actor: str) -> str:
             c.writer.remove_pattern(id, pattern, actor=actor)
             return f"Removed the pattern {pattern!r}."
@@ -376,29 +533,26 @@ def _routes(app: FastAPI, c: Console) -> None:
 
     # ----------------------------------------------------------------------------- the audit trail
 
-    def audit_query(request: Request) -> Tuple[Dict[str, Any], Dict[str, str]]:
-        q = request.query_params
-        filters = {k: q.get(k, "").strip() for k in ("kind", "session", "subtree", "since", "until")}
+    def audit_rows(filters: Dict[str, str], before: str) -> Dict[str, Any]:
+        """A page of the audit trail, newest first, as the filters and ``before`` (the row
+        number the page starts below) ask; raises ``BadParameter`` or ``InvalidInput`` for a
+        filter it cannot read."""
         args: Dict[str, Any] = {"limit": AUDIT_PAGE}
         for key in ("kind", "session", "subtree"):
             if filters[key]:
                 args[key] = filters[key]
         for key in ("since", "until"):
             if filters[key]:
-                moment = datetime.fromisoformat(filters[key].replace("Z", "+00:00"))
-                args[key] = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-        before = q.get("before", "")
-        if before.isdigit():
-            args["before"] = int(before)
-        return args, filters
-
-    def audit_rows(request: Request) -> Dict[str, Any]:
+                args[key] = _moment(key, filters[key])
+        if before:
+            args["before"] = _seq("before", before)
         error = None
         rows: List[Any] = []
-        args, filters = audit_query(request)
         try:
             rows = list(reversed(c.reader.audit(**args)))
-        except (LedgerError, ValueError) as e:
+        except session_ledger.InvalidInput:
+            raise
+        except LedgerError as e:
             error = str(e)
         older = None
         if len(rows) == AUDIT_PAGE:
@@ -406,22 +560,36 @@ def _routes(app: FastAPI, c: Console) -> None:
         query = urlencode({k: v for k, v in filters.items() if v})
         return {"rows": rows, "filters": filters, "older": older, "error": error, "paged": "before" in args, "query": query}
 
-    @app.get("/audit", response_class=HTMLResponse)
-    def audit_page(request: Request) -> HTMLResponse:
+    def audit_view(filters: Dict[str, str], before: str) -> Tuple[int, Dict[str, Any]]:
+        """The audit rows with their status: 400, with the reason and no rows, for a filter
+        that cannot be read."""
         try:
-            data = audit_rows(request)
-        except ValueError as e:
-            data = {"rows": [], "filters": {}, "older": None, "error": str(e), "paged": False, "query": ""}
+            return 200, audit_rows(filters, before)
+        except (BadParameter, session_ledger.InvalidInput, ValueError, OverflowError) as e:
+            error = str(e) if isinstance(e, (BadParameter, LedgerError)) else "a filter is out of range"
+            return 400, {"rows": [], "filters": filters, "older": None, "error": error, "paged": False, "query": ""}
+
+    def audit_filters(kind: str, session: str, subtree: str, since: str, until: str) -> Dict[str, str]:
+        return {"kind": kind.strip(), "session": session.strip(), "subtree": subtree.strip(),
+                "since": since.strip(), "until": until.strip()}
+
+    @app.get("/audit", response_class=HTMLResponse)
+    def audit_page(
+        request: Request, kind: str = "", session: str = "", subtree: str = "", since: str = "",
+        until: str = "", before: str = "",
+    ) -> HTMLResponse:
+        status, data = audit_view(audit_filters(kind, session, subtree, since, until), before.strip())
         chain = c.verifier.refresh()
-        return render(request, "audit.html", kinds=session_ledger.AUDIT_KINDS, chain=chain, **data)
+        return render(request, "audit.html", status=status, kinds=session_ledger.AUDIT_KINDS, chain=chain, **data)
 
     @app.get("/audit/rows", response_class=HTMLResponse)
-    def audit_rows_fragment(request: Request) -> HTMLResponse:
-        try:
-            data = audit_rows(request)
-        except ValueError as e:
-            data = {"rows": [], "filters": {}, "older": None, "error": str(e), "paged": False, "query": ""}
-        return fragment("audit_rows.html", **data)
+    def audit_rows_fragment(
+        kind: str = "", session: str = "", subtree: str = "", since: str = "", until: str = "", before: str = "",
+    ) -> HTMLResponse:
+        status, data = audit_view(audit_filters(kind, session, subtree, since, until), before.strip())
+        response = fragment("audit_rows.html", **data)
+        response.status_code = status
+        return response
 
     # ----------------------------------------------------------------------------- live
 
