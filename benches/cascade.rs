@@ -1,4 +1,4 @@
-//! Cascade revoke: `Ledger::revoke(root, Propagation::Cascade { token: None }, ..)` of a
+//! Cascade revoke: `Ledger::revoke(root, Propagation::CascadeUnchecked, ..)` of a
 //! subtree of 1,000, 10,000 and 100,000 sessions, every one holding `trust`. One
 //! `synchronous=FULL` transaction removes every posture in the subtree and writes one
 //! `posture.revoke` audit row per session (so 1,000 to 100,000 chained audit rows); the
@@ -89,7 +89,7 @@ fn cascade(c: &mut Criterion) {
                     |copy| {
                         let revoked = copy
                             .ledger
-                            .revoke("root", Propagation::Cascade { token: None }, support::ACTOR)
+                            .revoke("root", Propagation::CascadeUnchecked, support::ACTOR)
                             .unwrap();
                         assert_eq!(revoked.count, n);
                         black_box(revoked)

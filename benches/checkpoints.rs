@@ -111,7 +111,7 @@ fn main() {
     let rows = rows_wanted();
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("ledger.db");
-    drop(Ledger::open(&path).expect("create the ledger"));
+    drop(Ledger::init(&path).expect("create the ledger"));
     let started = Instant::now();
     append_rows(&path, rows);
     println!(
@@ -119,7 +119,7 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
 
-    let ledger = Ledger::open_with(&path, Config::default()).expect("open");
+    let ledger = Ledger::open_with(&path, Config::default().create_if_missing(true)).expect("open");
     let key = SignerKey::generate("example.com/bench").expect("a key");
     let started = Instant::now();
     let first = ledger.checkpoint(&key, None, "bench").expect("sign");

@@ -85,8 +85,11 @@ fn create_by_a_creator_with_ended_children(c: &mut Criterion, engine: Engine) {
     // Default bounds, but the rate window is one millisecond: the veteran made its 10,000
     // children within the last minute, and a window holding them would measure the rate count
     // (bounded by the rate limit in real use) instead of the live count.
-    let ledger = place
-        .open_with(Config::default().creation_rate(u32::MAX, std::time::Duration::from_millis(1)));
+    let ledger = place.open_with(
+        Config::default()
+            .create_if_missing(true)
+            .creation_rate(u32::MAX, std::time::Duration::from_millis(1)),
+    );
     let mut made = 0_usize;
     let mut group = c.benchmark_group("create");
     let name = format!("{}/creator_with_10000_ended_children", engine.name());

@@ -362,7 +362,7 @@ fn cascade(template: &Path, n: usize, rounds: usize) -> Measured {
             ledger.current_epoch().expect("open a pooled connection");
             let (took, revoked) = timed(|| {
                 ledger
-                    .revoke("root", Propagation::Cascade { token: None }, ACTOR)
+                    .revoke("root", Propagation::CascadeUnchecked, ACTOR)
                     .expect("cascade")
             });
             assert_eq!(revoked.count, n, "every session of the template held trust");
@@ -651,7 +651,7 @@ fn count_cascade_statements(template: &Path, n: usize) {
         )
         .expect("the statement counters");
     let revoked = ledger
-        .revoke("root", Propagation::Cascade { token: None }, ACTOR)
+        .revoke("root", Propagation::CascadeUnchecked, ACTOR)
         .expect("cascade");
     assert_eq!(revoked.count, n);
     let rows = client
@@ -846,9 +846,11 @@ fn writer(args: &[String]) {
     let location = std::env::var("SESSION_LEDGER_DB").expect(USAGE);
     let mut write: Box<dyn FnMut(usize) -> bool> = match writes.as_str() {
         "create" => {
-            let ledger = Ledger::open(&location).expect("open");
+            let ledger = Ledger::init(&location).expect("open");
             ledger.current_epoch().expect("open a pooled connection");
-            let per_creator = session_ledger::Config::default().max_live_children;
+            let per_creator = session_ledger::Config::default()
+                .create_if_missing(true)
+                .max_live_children;
             let per_creator = per_creator as usize;
             Box::new(move |made| {
                 let (creator, child) = (made / per_creator, made % per_creator);

@@ -628,7 +628,7 @@ fn cascade(sides: &[Side; 2], ledgers: &[Ledger; 2]) -> Measured {
         let id = picks[side].next();
         let (took, revoked) = timed(|| {
             ledgers[side]
-                .revoke(&id, Propagation::Cascade { token: None }, ACTOR)
+                .revoke(&id, Propagation::CascadeUnchecked, ACTOR)
                 .expect("cascade")
         });
         assert_eq!(
@@ -646,7 +646,7 @@ fn cascade(sides: &[Side; 2], ledgers: &[Ledger; 2]) -> Measured {
 /// `Ledger::open` of an idle, settled ledger: the handle is dropped after each, untimed.
 fn open(sides: &[Side; 2]) -> Measured {
     let times = interleaved(OPEN, |side| {
-        let (took, ledger) = timed(|| Ledger::open(sides[side].place.location()).expect("open"));
+        let (took, ledger) = timed(|| Ledger::init(sides[side].place.location()).expect("open"));
         drop(ledger);
         took
     });
@@ -811,7 +811,7 @@ fn peak_child(args: &[String]) {
     const USAGE: &str = "usage: SESSION_LEDGER_DB=LEDGER scale --peak verify | --peak cascade ID";
     let what = args.first().expect(USAGE).as_str();
     let db = std::env::var("SESSION_LEDGER_DB").expect(USAGE);
-    let ledger = Ledger::open(db).expect("open");
+    let ledger = Ledger::init(db).expect("open");
     let after_open_kib = support::peak_rss_kib();
     let (took, count) = match (what, args.get(1)) {
         ("verify", None) => {
@@ -822,7 +822,7 @@ fn peak_child(args: &[String]) {
         ("cascade", Some(id)) => {
             let (took, revoked) = timed(|| {
                 ledger
-                    .revoke(id, Propagation::Cascade { token: None }, ACTOR)
+                    .revoke(id, Propagation::CascadeUnchecked, ACTOR)
                     .expect("cascade")
             });
             (took, revoked.count as u64)

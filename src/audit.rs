@@ -152,7 +152,7 @@ impl Appending<'_> {
 /// # fn main() -> Result<(), session_ledger::Error> {
 /// # let dir = tempfile::tempdir().unwrap();
 /// use session_ledger::{AuditQuery, Ledger};
-/// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+/// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
 /// for id in ["a", "b", "c", "d", "e"] {
 ///     ledger.create_root(id, "alice")?;
 /// }

@@ -52,8 +52,11 @@ pub struct Config {
     pub synchronous: Synchronous,
     /// The most pooled connections. Default 8.
     pub pool_size: u32,
-    /// Create and initialize the file when it does not exist. Default true; the CLI turns it
-    /// off for every command but `init` and `demo`.
+    /// Create and initialize the ledger when there is none (no file; on PostgreSQL, no ledger
+    /// tables). Default false: opening a path that holds no ledger is an error
+    /// ([`StorageError::NoLedger`](crate::StorageError::NoLedger)), so that a mistyped path
+    /// never starts an empty ledger of its own. [`Ledger::init`](crate::Ledger::init) and the
+    /// command line's `init` and `demo` turn it on.
     pub create_if_missing: bool,
     /// Carry postures into each new epoch (rule P5) instead of letting them lapse. Default
     /// false: like the dashboard that kept trust in memory, a restart returns every session to
@@ -100,7 +103,7 @@ impl Default for Config {
             failover_wait: Duration::from_secs(30),
             synchronous: Synchronous::Full,
             pool_size: 8,
-            create_if_missing: true,
+            create_if_missing: false,
             durable_postures: false,
             clock: Arc::new(SystemClock),
             keep_wal_file: true,
@@ -184,7 +187,7 @@ impl Config {
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let path = dir.path().join("ledger.db");
     /// use session_ledger::{Config, Error, Ledger, StorageError};
-    /// Ledger::open(&path)?.create_root("conductor", "alice")?;
+    /// Ledger::init(&path)?.create_root("conductor", "alice")?;
     /// let reader = Ledger::open_with(&path, Config::default().read_only(true))?;
     /// assert!(reader.state("conductor")?.known);
     /// assert!(matches!(reader.create_root("other", "alice"), Err(Error::Storage(StorageError::ReadOnly(_)))));

@@ -16,9 +16,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::audit::{self, AuditQuery};
+use crate::authority::{self, Authority};
 use crate::commands::{parse_command_line, Refusal};
 use crate::error::Result;
-use crate::grants::{self, CommandPattern};
+use crate::grants::CommandPattern;
 use crate::labels::{self, SessionState};
 use crate::model::{AuditEntry, Id, Label, Posture, PostureLevel, Scope, Session};
 use crate::patterns::cached_pattern;
@@ -249,6 +250,8 @@ pub struct Explanation {
     pub live_scopes: Vec<Scope>,
     /// Every audit row about the session, oldest first.
     pub audit: Vec<AuditEntry>,
+    /// Everything that approves for it now, and what withholds any of it.
+    pub authority: Authority,
 }
 
 /// Why `id` holds what it holds, at `now`. Reads only: an unmaterialized session is explained
@@ -264,14 +267,12 @@ pub(crate) fn explain(r: &mut dyn Read, id: Id<'_>, now: DateTime<Utc>) -> Resul
         Some(p) => audit::grant_row(r, p)?,
         None => None,
     };
-    let live_scopes = grants::scopes(r, id)?
-        .into_iter()
-        .filter(|s| s.is_live_at(now))
-        .collect();
+    let authority = authority::authority(r, id, now)?;
     Ok(Explanation {
-        patterns: grants::patterns(r, id)?,
-        live_scopes,
+        patterns: authority.patterns.clone(),
+        live_scopes: authority.scopes.clone(),
         audit: audit::list(r, &AuditQuery::all().session(id.as_str()))?,
+        authority,
         session,
         state,
         grant,

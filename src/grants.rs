@@ -17,11 +17,13 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::audit;
+use crate::clock::format_ts;
 use crate::error::{Conflict, Corruption, Error, InputError, Result};
-use crate::model::{AuditKind, Id, Scope};
+use crate::model::{AuditKind, Grant, Id, Scope, StandingGrant};
 use crate::patterns::{check_pattern_examples, validate_pattern, MAX_PATTERN_LEN};
+use crate::postures::RevocationEvent;
 use crate::sessions;
-use crate::storage::{PatternRow, Read, Write};
+use crate::storage::{PatternRow, Reach, Read, Write};
 
 /// The longest scope name accepted, in bytes.
 pub const MAX_SCOPE_NAME_LEN: usize = 64;
@@ -274,6 +276,115 @@ pub(crate) fn revoke_scope(
 pub(crate) fn scopes(r: &mut dyn Read, id: Id<'_>) -> Result<Vec<Scope>> {
     recorded(r, id)?;
     r.scopes(id)
+}
+
+/// The standing grants of the live sessions `reach` names at `now`: their live scopes and
+/// their command patterns, by depth, then session, scopes first.
+pub(crate) fn standing(
+    r: &mut dyn Read,
+    reach: Reach<'_>,
+    now: DateTime<Utc>,
+) -> Result<Vec<StandingGrant>> {
+    let mut grants = r.standing(reach, now)?;
+    StandingGrant::sort(&mut grants);
+    Ok(grants)
+}
+
+/// Which grants a revocation takes with the postures it removes. Neither is ever inherited
+/// (rule P4), so a posture revocation alone leaves them approving; an operator who stops a tree
+/// says whether they go too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AlsoRevoke {
+    /// Revoke the live override scopes of the live sessions reached.
+    pub scopes: bool,
+    /// Remove the command patterns of the live sessions reached.
+    pub patterns: bool,
+}
+
+impl AlsoRevoke {
+    /// Postures only: every grant stays.
+    pub const NOTHING: AlsoRevoke = AlsoRevoke {
+        scopes: false,
+        patterns: false,
+    };
+    /// Postures and every standing grant: nothing reached approves any more.
+    pub const EVERYTHING: AlsoRevoke = AlsoRevoke {
+        scopes: true,
+        patterns: true,
+    };
+}
+
+/// Revokes, as part of the revocation `event`, the grants `also` names on the live sessions
+/// `reach` names: the scopes live at `now` (one `scope.revoke` row each) and the command
+/// patterns (one `pattern.remove` row each), each kind in one statement. Returns them, by
+/// depth then session.
+pub(crate) fn revoke_standing(
+    tx: &mut dyn Write,
+    reach: Reach<'_>,
+    also: AlsoRevoke,
+    event: &RevocationEvent<'_>,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<StandingGrant>> {
+    // Fields in alphabetical order, as `json!` writes them.
+    #[derive(Serialize)]
+    struct ScopeDetail<'a> {
+        expires_at: String,
+        propagation: &'a str,
+        revocation: i64,
+        root: Option<&'a str>,
+        scope: &'a str,
+    }
+    #[derive(Serialize)]
+    struct PatternDetail<'a> {
+        pattern: &'a str,
+        propagation: &'a str,
+        revocation: i64,
+        root: Option<&'a str>,
+    }
+    let (propagation, root) = (event.kind.as_str(), event.root.map(Id::as_str));
+    let mut revoked = Vec::new();
+    if also.scopes {
+        let scopes = tx.revoke_scopes_in(reach, actor, now)?;
+        let mut rows = Vec::with_capacity(scopes.len());
+        for g in &scopes {
+            if let Grant::Scope { scope, expires_at } = &g.grant {
+                let detail = ScopeDetail {
+                    expires_at: format_ts(*expires_at),
+                    propagation,
+                    revocation: event.revocation,
+                    root,
+                    scope,
+                };
+                let detail =
+                    serde_json::to_string(&detail).expect("strings and numbers always serialize");
+                rows.push((g.session.as_str(), detail));
+            }
+        }
+        audit::append_all(tx, now, actor, AuditKind::ScopeRevoke, rows)?;
+        revoked.extend(scopes);
+    }
+    if also.patterns {
+        let patterns = tx.remove_patterns_in(reach)?;
+        let mut rows = Vec::with_capacity(patterns.len());
+        for g in &patterns {
+            if let Grant::Pattern { pattern } = &g.grant {
+                let detail = PatternDetail {
+                    pattern,
+                    propagation,
+                    revocation: event.revocation,
+                    root,
+                };
+                let detail =
+                    serde_json::to_string(&detail).expect("strings and numbers always serialize");
+                rows.push((g.session.as_str(), detail));
+            }
+        }
+        audit::append_all(tx, now, actor, AuditKind::PatternRemove, rows)?;
+        revoked.extend(patterns);
+    }
+    StandingGrant::sort(&mut revoked);
+    Ok(revoked)
 }
 
 #[cfg(test)]

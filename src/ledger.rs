@@ -39,17 +39,41 @@ fn assert_send_sync<T: Send + Sync>() {}
 const _: fn() = assert_send_sync::<Ledger>;
 
 impl Ledger {
-    /// Opens the ledger at `path` with the default [`Config`], creating and migrating the file
-    /// if needed.
+    /// Opens the existing ledger at `path` with the default [`Config`], bringing an older
+    /// schema up to date. A missing ledger is an error, not a new empty one: a mistyped path
+    /// must not start a ledger of its own. [`Ledger::init`] creates one.
     ///
     /// # Errors
     ///
-    /// [`StorageError`](crate::StorageError) `NotALedger` for a file that is some other
-    /// database or not a database, `SchemaTooNew` for a ledger written by a newer build,
-    /// `ReadOnly` when the file cannot be written (the file is left untouched in each case),
-    /// `Engine` when it cannot be opened at all.
+    /// [`StorageError`](crate::StorageError) `NoLedger` when there is no ledger at `path` (no
+    /// file; on PostgreSQL, a database without the ledger's tables), `NotALedger` for a file
+    /// that is some other database or not a database, `SchemaTooNew` for a ledger written by a
+    /// newer build, `ReadOnly` when the file cannot be written (the file is left untouched in
+    /// each case), `Engine` when it cannot be opened at all.
     pub fn open(path: impl AsRef<Path>) -> Result<Ledger> {
         Ledger::open_with(path, Config::default())
+    }
+
+    /// Opens the ledger at `path`, creating it first when there is none, with the default
+    /// [`Config`]: what `session-ledger init` does. A SQLite file's folder must exist.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::open`], but for `NoLedger`; `Engine` when the folder that would hold a new
+    /// SQLite file does not exist.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use session_ledger::{Error, Ledger, StorageError};
+    /// let path = dir.path().join("ledger.db");
+    /// assert!(matches!(Ledger::open(&path), Err(Error::Storage(StorageError::NoLedger(_)))));
+    /// Ledger::init(&path)?.create_root("conductor", "alice")?;
+    /// assert!(Ledger::open(&path)?.session("conductor")?.is_some());
+    /// # Ok(()) }
+    /// ```
+    pub fn init(path: impl AsRef<Path>) -> Result<Ledger> {
+        Ledger::open_with(path, Config::default().create_if_missing(true))
     }
 
     /// Opens the ledger at `path` with `config`.

@@ -39,7 +39,7 @@
 //! # let dir = tempfile::tempdir().unwrap();
 //! use session_ledger::{Ledger, Raise, Taint};
 //!
-//! let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+//! let ledger = Ledger::init(dir.path().join("ledger.db"))?;
 //! ledger.create_root("conductor", "alice")?;
 //! ledger.create_child("worker-1", "conductor", "alice")?;
 //!
@@ -59,7 +59,7 @@
 //! # fn main() -> Result<(), session_ledger::Error> {
 //! # let dir = tempfile::tempdir().unwrap();
 //! use session_ledger::{Ledger, PostureLevel, Raise, Taint};
-//! let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+//! let ledger = Ledger::init(dir.path().join("ledger.db"))?;
 //! ledger.create_root("conductor", "alice")?;
 //! ledger.grant("conductor", PostureLevel::Trust, "alice")?;
 //! ledger.raise("conductor", Raise { taint: Some(Taint::Secret), untrusted: false }, "alice")?;
@@ -90,6 +90,7 @@
 #![deny(unsafe_code)]
 
 mod audit;
+mod authority;
 mod clock;
 mod commands;
 mod config;
@@ -111,6 +112,7 @@ pub use audit::{
     Receipt, ReceiptCheck, SignedCheckpoint, SignerKey, Verification, VerifierKey, LEDGER_ACTOR,
     OCSF_VERSION,
 };
+pub use authority::{Authority, Withheld};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
 pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
 pub use config::{Config, Synchronous};
@@ -120,13 +122,15 @@ pub use error::{
     Conflict, Corruption, CreationRefused, EngineError, Error, IdProblem, InputError, Location,
     Result, StorageError,
 };
-pub use grants::{parse_ttl, validate_scope_name, CommandPattern, MAX_SCOPE_NAME_LEN, MAX_TTL};
+pub use grants::{
+    parse_ttl, validate_scope_name, AlsoRevoke, CommandPattern, MAX_SCOPE_NAME_LEN, MAX_TTL,
+};
 pub use labels::{Raise, RaiseOutcome, SessionState};
 pub use ledger::{ConsistencyProof, Ledger, RecordedCheckpoint};
 pub use model::{
     spawned_chain, spawned_parent, validate_actor, validate_id, AuditEntry, AuditHead, AuditKind,
-    BrokenReference, CheckReport, Label, Materialized, Origin, Posture, PostureLevel,
-    PostureSource, Scope, Session, Taint, GENESIS_HASH, MAX_ACTOR_LEN, MAX_ID_LEN,
+    BrokenReference, CheckReport, Grant, Label, Materialized, Origin, Posture, PostureLevel,
+    PostureSource, Scope, Session, StandingGrant, Taint, GENESIS_HASH, MAX_ACTOR_LEN, MAX_ID_LEN,
 };
 pub use patterns::{
     check_pattern_examples, pattern_matches, test_pattern, validate_pattern, PartTest, Pattern,
@@ -135,7 +139,7 @@ pub use patterns::{
 pub use postures::{
     validate_preview_token, Affected, EpochStart, Propagation, Revocation, RevocationKind,
 };
-pub use sessions::{Created, LevelNode, TreeEntry, TreeLevel, TreeNode};
+pub use sessions::{Created, Ended, LevelNode, TreeEntry, TreeLevel, TreeNode};
 
 /// True when `target` names a PostgreSQL server (a `postgres://` or `postgresql://` URL), which
 /// [`Ledger::open`] opens on the PostgreSQL engine; anything else is the path of a SQLite file.

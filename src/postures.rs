@@ -10,9 +10,11 @@
 //! `Cascade` (the whole subtree, in one statement) or `Preview` (change nothing; list who a
 //! cascade would change, with a token that binds a later cascade to exactly that state, R2).
 //!
-//! This module owns granting, inheriting, revoking and epochs. It writes its audit rows through
-//! `crate::audit` and calls no other concept: finding the session to grant on (a spawned id is
-//! recorded first) is the caller's.
+//! This module owns granting, inheriting and epochs, and removing the postures a revocation
+//! reaches, with their audit rows. It writes its audit rows through `crate::audit` and calls no
+//! other concept: finding the session to grant on (a spawned id is recorded first) is the
+//! caller's, and a revocation as a whole (its preview and token, the grants it may take too)
+//! is `crate::authority`'s.
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,28 +22,33 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
-use sha3::{Digest, Sha3_256};
 
 use crate::audit;
-use crate::clock::format_ts;
 use crate::error::{Conflict, Corruption, Error, InputError, Result};
-use crate::model::{AuditKind, Id, Posture, PostureLevel, PostureSource, Session};
-use crate::storage::{HeldPosture, Read, Revoke, SubtreePosture, Write};
+use crate::model::{AuditKind, Id, Posture, PostureLevel, PostureSource, Session, StandingGrant};
+use crate::storage::{HeldPosture, Reach, Read, SubtreePosture, Write};
 
-/// How far a revocation reaches (rule R1). There is no default: the caller always says.
+/// How far a revocation reaches (rule R1). There is no default: the caller always says, and a
+/// cascade says what it is bound to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Propagation {
     /// This session only. The outcome lists the descendants that still hold a posture
     /// inherited through it.
     Local,
-    /// This session and every descendant, created or spawned, at any depth, in one statement.
-    /// With a token from a preview, refuses with
+    /// This session and every descendant, created or spawned, at any depth, in one statement,
+    /// bound to the preview that gave `token`: refused with
     /// [`Conflict::StalePreview`](crate::Conflict::StalePreview) if anything in the subtree
-    /// changed since (rule R2).
+    /// changed since, its postures or its grants (rule R2). An empty or malformed token is
+    /// refused with [`InputError::InvalidToken`](crate::InputError::InvalidToken).
     Cascade {
-        /// The token of a preview to bind to, if any.
-        token: Option<String>,
+        /// The token of the preview to bind to.
+        token: String,
     },
+    /// The cascade of [`Propagation::Cascade`], reaching whatever the subtree holds when it
+    /// commits, checked against no preview. For a caller that chose to apply a cascade without
+    /// showing anyone what it reaches (the command line's `revoke --cascade` without
+    /// `--token`); a caller that showed a preview binds to it instead.
+    CascadeUnchecked,
     /// Change nothing; list exactly the sessions a cascade would change, with a token.
     Preview,
 }
@@ -56,7 +63,7 @@ impl Propagation {
     pub fn kind(&self) -> RevocationKind {
         match self {
             Propagation::Local => RevocationKind::Local,
-            Propagation::Cascade { .. } => RevocationKind::Cascade,
+            Propagation::Cascade { .. } | Propagation::CascadeUnchecked => RevocationKind::Cascade,
             Propagation::Preview => RevocationKind::Preview,
         }
     }
@@ -68,15 +75,16 @@ impl fmt::Display for Propagation {
     }
 }
 
-impl FromStr for Propagation {
+impl FromStr for RevocationKind {
     type Err = Error;
 
-    /// Parses `local`, `cascade` (with no token) or `preview`.
-    fn from_str(s: &str) -> Result<Propagation> {
+    /// Parses the propagation a caller may ask for: `local`, `cascade` or `preview` (a global
+    /// revoke is a call of its own).
+    fn from_str(s: &str) -> Result<RevocationKind> {
         match s {
-            "local" => Ok(Propagation::Local),
-            "cascade" => Ok(Propagation::Cascade { token: None }),
-            "preview" => Ok(Propagation::Preview),
+            "local" => Ok(RevocationKind::Local),
+            "cascade" => Ok(RevocationKind::Cascade),
+            "preview" => Ok(RevocationKind::Preview),
             _ => Err(InputError::InvalidPropagation(s.to_owned()).into()),
         }
     }
@@ -158,10 +166,21 @@ pub struct Revocation {
     /// For a preview: the token that binds a cascade to this exact state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The scopes it revoked and the command patterns it removed, when it was asked to
+    /// ([`AlsoRevoke`](crate::AlsoRevoke)), by depth then session.
+    pub grants_revoked: Vec<StandingGrant>,
+    /// The scopes and command patterns of the live sessions it reached that still approve
+    /// after it (for a preview: all of them, which only a cascade that includes them revokes),
+    /// by depth then session. Empty when nothing it reached approves any more.
+    pub still_approving: Vec<StandingGrant>,
 }
 
 impl Revocation {
-    fn of(root: Option<Id<'_>>, propagation: RevocationKind, sessions: Vec<Affected>) -> Self {
+    pub(crate) fn of(
+        root: Option<Id<'_>>,
+        propagation: RevocationKind,
+        sessions: Vec<Affected>,
+    ) -> Self {
         Revocation {
             root: root.map(|r| r.as_str().to_owned()),
             propagation,
@@ -169,6 +188,8 @@ impl Revocation {
             sessions,
             still_holding: None,
             token: None,
+            grants_revoked: Vec::new(),
+            still_approving: Vec::new(),
         }
     }
 }
@@ -258,19 +279,13 @@ pub(crate) fn grant(
         .ok_or_else(|| Corruption::new(format!("the grant on {id:?} vanished")).into())
 }
 
-/// Rule R1 `preview`: who a cascade from `root` would change, and the token binding a cascade
-/// to exactly this state (R2). Reads one statement; writes nothing.
-pub(crate) fn preview(r: &mut dyn Read, root: Id<'_>) -> Result<Revocation> {
-    let rows = r.subtree_postures(root)?;
-    if rows.is_empty() {
-        return Err(Conflict::UnknownSession(root.as_str().to_owned()).into());
-    }
-    let token = digest(root, &rows);
+/// The sessions of a subtree that hold a posture, as a preview lists them: by depth then id.
+pub(crate) fn holding(rows: &[SubtreePosture]) -> Vec<Affected> {
     let mut sessions: Vec<Affected> = rows
-        .into_iter()
+        .iter()
         .filter_map(|r| {
-            r.posture.map(|p| Affected {
-                id: r.id,
+            r.posture.as_ref().map(|p| Affected {
+                id: r.id.clone(),
                 depth: r.depth,
                 posture: p.level,
                 granted_directly: p.source == PostureSource::Granted,
@@ -279,94 +294,54 @@ pub(crate) fn preview(r: &mut dyn Read, root: Id<'_>) -> Result<Revocation> {
         })
         .collect();
     sessions.sort_by(|a, b| (a.depth, &a.id).cmp(&(b.depth, &b.id)));
-    let mut revocation = Revocation::of(Some(root), RevocationKind::Preview, sessions);
-    revocation.token = Some(token);
-    Ok(revocation)
+    sessions
 }
 
-/// Rule R1 `local`: removes `root`'s posture alone, and lists the live descendants that still
-/// hold a posture inherited through it.
-pub(crate) fn revoke_local(
+/// One revocation event: what kind, from which root, and its identifier (`"revocation"` in
+/// each of its audit rows: the seq its first row takes).
+pub(crate) struct RevocationEvent<'a> {
+    pub(crate) kind: RevocationKind,
+    pub(crate) root: Option<Id<'a>>,
+    pub(crate) revocation: i64,
+}
+
+impl<'a> RevocationEvent<'a> {
+    /// The event about to be written: its identifier is the seq its first row is about to
+    /// take. Writes are serialized, so nothing else can take it first.
+    pub(crate) fn next(
+        tx: &mut dyn Write,
+        kind: RevocationKind,
+        root: Option<Id<'a>>,
+    ) -> Result<RevocationEvent<'a>> {
+        Ok(RevocationEvent {
+            kind,
+            root,
+            revocation: tx.read().audit_head()?.seq + 1,
+        })
+    }
+}
+
+/// Rules R1 and R4: removes the postures of the sessions `reach` names, in one statement, with
+/// one `posture.revoke` row each. Returns what it removed, by depth then id.
+pub(crate) fn revoke(
     tx: &mut dyn Write,
-    root: Id<'_>,
+    reach: Reach<'_>,
+    event: &RevocationEvent<'_>,
     actor: &str,
     now: DateTime<Utc>,
-) -> Result<Revocation> {
-    require_recorded(tx.read(), root)?;
-    let removed = tx.revoke_postures(Revoke::One(root))?;
-    record(tx, now, actor, RevocationKind::Local, Some(root), &removed)?;
-    let still: Vec<Affected> = tx
-        .read()
-        .inherited_through(root)?
+) -> Result<Vec<Affected>> {
+    let removed = tx.revoke_postures(reach)?;
+    record(tx, now, actor, event, &removed)?;
+    Ok(removed.iter().map(Affected::from).collect())
+}
+
+/// The live descendants of `root` still holding a posture inherited through it, after a local
+/// revoke of its own.
+pub(crate) fn still_holding(r: &mut dyn Read, root: Id<'_>) -> Result<Vec<Affected>> {
+    Ok(r.inherited_through(root)?
         .iter()
         .map(Affected::from)
-        .collect();
-    let mut revocation = Revocation::of(
-        Some(root),
-        RevocationKind::Local,
-        removed.iter().map(Affected::from).collect(),
-    );
-    revocation.still_holding = Some(still);
-    Ok(revocation)
-}
-
-/// Rule R1 `cascade`: removes the posture of `root` and of every descendant, created or
-/// spawned, at any depth, in one statement. With a preview's `token`, refuses with
-/// [`Conflict::StalePreview`] when anything in the subtree changed since (rule R2); the token's
-/// state is read in the same transaction, under the write lock.
-pub(crate) fn revoke_cascade(
-    tx: &mut dyn Write,
-    root: Id<'_>,
-    token: Option<&str>,
-    actor: &str,
-    now: DateTime<Utc>,
-) -> Result<Revocation> {
-    require_recorded(tx.read(), root)?;
-    if let Some(token) = token {
-        let rows = tx.read().subtree_postures(root)?;
-        if digest(root, &rows) != token {
-            return Err(Conflict::StalePreview {
-                root: root.as_str().to_owned(),
-            }
-            .into());
-        }
-    }
-    let removed = tx.revoke_postures(Revoke::Subtree(root))?;
-    record(
-        tx,
-        now,
-        actor,
-        RevocationKind::Cascade,
-        Some(root),
-        &removed,
-    )?;
-    Ok(Revocation::of(
-        Some(root),
-        RevocationKind::Cascade,
-        removed.iter().map(Affected::from).collect(),
-    ))
-}
-
-/// Rule R4: removes every posture, in one statement.
-pub(crate) fn revoke_all(
-    tx: &mut dyn Write,
-    actor: &str,
-    now: DateTime<Utc>,
-) -> Result<Revocation> {
-    let removed = tx.revoke_postures(Revoke::All)?;
-    record(tx, now, actor, RevocationKind::Global, None, &removed)?;
-    Ok(Revocation::of(
-        None,
-        RevocationKind::Global,
-        removed.iter().map(Affected::from).collect(),
-    ))
-}
-
-fn require_recorded(r: &mut dyn Read, id: Id<'_>) -> Result<()> {
-    match r.session(id)? {
-        Some(_) => Ok(()),
-        None => Err(Conflict::UnknownSession(id.as_str().to_owned()).into()),
-    }
+        .collect())
 }
 
 /// Rule P5: starts the next epoch. Postures of the previous one stop counting, unless `carry`
@@ -396,13 +371,12 @@ pub(crate) fn start_epoch(
 }
 
 /// Writes one `posture.revoke` row per posture `removed`, each with the revocation event's
-/// identifier (`"revocation"`: the seq of the event's first row).
+/// identifier.
 fn record(
     tx: &mut dyn Write,
     now: DateTime<Utc>,
     actor: &str,
-    kind: RevocationKind,
-    root: Option<Id<'_>>,
+    event: &RevocationEvent<'_>,
     removed: &[HeldPosture],
 ) -> Result<()> {
     // Fields in alphabetical order: the same text `json!` gives (its map is sorted), built
@@ -417,17 +391,14 @@ fn record(
         root: Option<&'a str>,
         source: &'a str,
     }
-    // The event's identifier, shared by all its rows: the seq its first row is about to take.
-    // Writes are serialized, so nothing else can take it first.
-    let revocation = tx.read().audit_head()?.seq + 1;
     let rows = removed.iter().map(|r| {
         let detail = Detail {
             current: r.current,
             granted_on: &r.granted_on,
             posture: r.level,
-            propagation: kind.as_str(),
-            revocation,
-            root: root.map(Id::as_str),
+            propagation: event.kind.as_str(),
+            revocation: event.revocation,
+            root: event.root.map(Id::as_str),
             source: r.source.as_str(),
         };
         let detail = serde_json::to_string(&detail)
@@ -435,37 +406,4 @@ fn record(
         (r.id.as_str(), detail)
     });
     audit::append_all(tx, now, actor, AuditKind::PostureRevoke, rows)
-}
-
-/// The preview token: SHA3-256 over the subtree's lineage, ended times and postures, in a
-/// line-per-session encoding (ids hold no tabs or newlines).
-fn digest(root: Id<'_>, rows: &[SubtreePosture]) -> String {
-    let mut h = Sha3_256::new();
-    h.update(b"session-ledger preview v1\n");
-    h.update(root.as_str().as_bytes());
-    h.update(b"\n");
-    for r in rows {
-        let posture = r.posture.as_ref().map_or(String::new(), |p| {
-            format!(
-                "{}|{:?}|{}|{}|{}|{}|{}",
-                p.level,
-                p.source,
-                p.granted_on,
-                p.granted_by,
-                format_ts(p.allocated_at),
-                p.epoch,
-                p.current
-            )
-        });
-        let line = format!(
-            "{}\t{}\t{}\t{}\t{}\n",
-            r.id,
-            r.created_by.as_deref().unwrap_or(""),
-            r.depth,
-            r.ended_at.map(format_ts).unwrap_or_default(),
-            posture
-        );
-        h.update(line.as_bytes());
-    }
-    audit::hex(&h.finalize())
 }

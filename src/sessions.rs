@@ -73,6 +73,18 @@ impl From<&Config> for Bounds {
     }
 }
 
+/// An ended session, and the spawned sub-agents that ended with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ended {
+    /// The session, as it is now (a tombstone).
+    #[serde(flatten)]
+    pub session: Session,
+    /// The spawned sub-agents recorded under it, at any depth through spawned sessions, that
+    /// were live and ended with it (created children are sessions of their own and stay live),
+    /// by depth then id.
+    pub spawned: Vec<String>,
+}
+
 /// A session in a drawn tree: the session and its depth below the tree's top.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TreeEntry {
@@ -106,6 +118,10 @@ pub struct TreeNode {
     pub trust_reads: bool,
     /// Its posture row, current or not (`current` says which), with its source.
     pub posture: Option<Posture>,
+    /// How many override scopes of its approve every command now (0 for an ended session).
+    pub live_scopes: u32,
+    /// How many command patterns of its approve the lines they admit (0 for an ended session).
+    pub patterns: u32,
 }
 
 /// Records a root: no creator, depth 0, born with the default label (`private`, trusted).
@@ -389,7 +405,7 @@ pub(crate) fn end(
     id: Id<'_>,
     actor: &str,
     now: DateTime<Utc>,
-) -> Result<Session> {
+) -> Result<Ended> {
     let session = require(tx.read(), id)?;
     if !session.is_live() {
         return Err(Conflict::SessionEnded(id.as_str().to_owned()).into());
@@ -404,9 +420,13 @@ pub(crate) fn end(
         (e.as_str(), detail.to_string())
     });
     audit::append_all(tx, now, actor, AuditKind::SessionEnd, rows)?;
-    Ok(Session {
-        ended_at: Some(now),
-        ..session
+    let spawned = ended.into_iter().filter(|e| *e != *id.as_str()).collect();
+    Ok(Ended {
+        session: Session {
+            ended_at: Some(now),
+            ..session
+        },
+        spawned,
     })
 }
 
@@ -427,10 +447,15 @@ pub(crate) fn subtree(r: &mut dyn Read, id: Id<'_>) -> Result<Vec<TreeEntry>> {
 }
 
 /// A tree view from `top`, in one read: each session depth-first with its label (stored, or
-/// what its first read would give it) and its posture. Writes nothing. Run it inside one read
-/// transaction, so that the view is one state of the ledger.
-pub(crate) fn tree(r: &mut dyn Read, top: TreeTop<'_>) -> Result<Vec<TreeNode>> {
-    let rows = r.tree(top)?;
+/// what its first read would give it), its posture, and its grants that approve at `now`.
+/// Writes nothing. Run it inside one read transaction, so that the view is one state of the
+/// ledger.
+pub(crate) fn tree(
+    r: &mut dyn Read,
+    top: TreeTop<'_>,
+    now: DateTime<Utc>,
+) -> Result<Vec<TreeNode>> {
+    let rows = r.tree(top, now)?;
     let (tops, top_label) = match top {
         TreeTop::Session(id) => {
             if rows.is_empty() {
@@ -514,9 +539,12 @@ fn tree_nodes(
         let live = row.session.is_live();
         let counts = |level| Posture::admits(row.posture.as_ref(), live, level);
         shown.insert(row.session.id.clone(), label);
+        let (live_scopes, patterns) = grant_marks(&row);
         nodes.push(TreeNode {
             trust: counts(PostureLevel::Trust),
             trust_reads: counts(PostureLevel::TrustReads),
+            live_scopes,
+            patterns,
             relative_depth,
             taint: label.taint,
             untrusted: label.untrusted,
@@ -526,4 +554,14 @@ fn tree_nodes(
         });
     }
     Ok(nodes)
+}
+
+/// A tree row's live scopes and patterns, as a view shows them: none on an ended session, for
+/// which nothing approves.
+pub(crate) fn grant_marks(row: &TreeRow) -> (u32, u32) {
+    if row.session.is_live() {
+        (row.live_scopes, row.patterns)
+    } else {
+        (0, 0)
+    }
 }

@@ -43,7 +43,7 @@ fn fill_busy(f: &Fixture) {
         .grant_scope("w2", "hotfix", Duration::from_secs(60), "bob")
         .expect("scope");
     f.ledger
-        .revoke("w1", Propagation::Cascade { token: None }, "carol")
+        .revoke("w1", Propagation::CascadeUnchecked, "carol")
         .expect("cascade");
     f.ledger.start_epoch("dashboard").expect("epoch");
     f.ledger.end("w2", "carol").expect("end");
@@ -344,7 +344,12 @@ fn the_audit_query_filters_by_subtree_and_time(engine: Engine) -> TestResult {
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse()?,
     ));
-    let f = fixture!(engine, Config::default().clock(clock.clone()));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .clock(clock.clone())
+    );
     f.build("a > a1; a1 > a2; b > b1");
     clock.advance(chrono::TimeDelta::hours(1));
     f.ledger.end("a2", "op")?;
@@ -403,7 +408,10 @@ fn explain_names_the_grant_a_posture_came_from_when_a_later_grant_shares_its_mil
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse()?,
     ));
-    let f = fixture!(engine, Config::default().clock(clock));
+    let f = fixture!(
+        engine,
+        Config::default().create_if_missing(true).clock(clock)
+    );
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -446,13 +454,14 @@ fn grow_large(f: &Fixture, rows: usize) {
         chain += 1;
     }
     f.ledger
-        .revoke("root", Propagation::Cascade { token: None }, "op")
+        .revoke("root", Propagation::CascadeUnchecked, "op")
         .expect("cascade");
 }
 
 /// No bound in the way of building a large ledger quickly.
 fn unbounded() -> Config {
     Config::default()
+        .create_if_missing(true)
         .synchronous(Synchronous::Normal)
         .max_live_children(u32::MAX)
         .creation_rate(u32::MAX, Duration::from_secs(1))
@@ -577,7 +586,7 @@ fn frozen() -> Config {
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-01-01T00:00:00.000Z".parse().expect("time"),
     ));
-    Config::default().clock(clock)
+    Config::default().create_if_missing(true).clock(clock)
 }
 
 fn two_cascades_from_one_root_have_different_revocation_ids(engine: Engine) -> TestResult {
@@ -588,14 +597,14 @@ fn two_cascades_from_one_root_have_different_revocation_ids(engine: Engine) -> T
     let first = f.ledger.audit_head()?.seq + 1;
     let one = f
         .ledger
-        .revoke("conductor", Propagation::Cascade { token: None }, "carol")?;
+        .revoke("conductor", Propagation::CascadeUnchecked, "carol")?;
     assert_eq!(one.count, 4);
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build("conductor > w3");
     let second = f.ledger.audit_head()?.seq + 1;
     let two = f
         .ledger
-        .revoke("conductor", Propagation::Cascade { token: None }, "carol")?;
+        .revoke("conductor", Propagation::CascadeUnchecked, "carol")?;
     assert_eq!(two.count, 2);
 
     let rows = revocation_rows(&f);
@@ -845,6 +854,7 @@ fn stepped(engine: Engine) -> Option<Fixture> {
     let f = Fixture::on(
         engine,
         Config::default()
+            .create_if_missing(true)
             .clock(clock.clone())
             .max_live_children(u32::MAX)
             .creation_rate(u32::MAX, Duration::from_secs(1)),

@@ -27,7 +27,7 @@ fn trusted(f: &Fixture, id: &str) -> bool {
 }
 
 fn cascade() -> Propagation {
-    Propagation::Cascade { token: None }
+    Propagation::CascadeUnchecked
 }
 
 fn a_created_session_inherits_its_creators_trust(engine: Engine) -> TestResult {
@@ -81,7 +81,12 @@ fn an_inherited_posture_written_in_sql_cannot_exceed_the_creators(engine: Engine
 fn the_create_audit_records_inherited_trust_on_both_outcomes_created_and_refused(
     engine: Engine,
 ) -> TestResult {
-    let f = fixture!(engine, Config::default().max_live_children(1));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .max_live_children(1)
+    );
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -191,7 +196,12 @@ fn an_override_scope_is_never_inherited_and_never_turns_into_trust(engine: Engin
 
 fn an_expired_scope_admits_nothing_and_a_revoked_one_neither(engine: Engine) -> TestResult {
     let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00.000Z".parse()?));
-    let f = fixture!(engine, Config::default().clock(clock.clone()));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .clock(clock.clone())
+    );
     f.ledger.create_root("s", "op")?;
     f.ledger
         .grant_scope("s", "window", Duration::from_secs(60), "op")?;
@@ -245,6 +255,7 @@ fn many_threads_creating_children_while_another_cascades_leave_no_trusted_sessio
     let f = fixture!(
         engine,
         Config::default()
+            .create_if_missing(true)
             .max_live_children(1_000_000)
             .creation_rate(1_000_000, Duration::from_secs(60)),
     );
@@ -383,11 +394,9 @@ fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed(
 
     // The subtree changes: a new child is created under w1.
     f.ledger.create_child("w3", "w1", "op")?;
-    let stale = f.ledger.revoke(
-        "conductor",
-        Propagation::Cascade { token: Some(token) },
-        "op",
-    );
+    let stale = f
+        .ledger
+        .revoke("conductor", Propagation::Cascade { token }, "op");
     assert!(
         matches!(stale, Err(Error::Conflict(Conflict::StalePreview { ref root })) if root == "conductor")
     );
@@ -398,7 +407,7 @@ fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed(
     let applied = f.ledger.revoke(
         "conductor",
         Propagation::Cascade {
-            token: preview.token.clone(),
+            token: preview.token.clone().expect("a preview has a token"),
         },
         "op",
     )?;
@@ -407,7 +416,7 @@ fn a_preview_changes_nothing_and_its_token_is_refused_once_the_subtree_changed(
     let malformed = f.ledger.revoke(
         "conductor",
         Propagation::Cascade {
-            token: Some("abc".into()),
+            token: "abc".into(),
         },
         "op",
     );
@@ -428,7 +437,7 @@ fn a_preview_token_is_refused_after_a_posture_change_alone(engine: Engine) -> Te
     let stale = f.ledger.revoke(
         "conductor",
         Propagation::Cascade {
-            token: preview.token,
+            token: preview.token.expect("a preview has a token"),
         },
         "op",
     );
@@ -548,7 +557,12 @@ fn a_new_epoch_makes_older_postures_ask(engine: Engine) -> TestResult {
 }
 
 fn a_new_epoch_keeps_postures_when_they_are_durable(engine: Engine) -> TestResult {
-    let f = fixture!(engine, Config::default().durable_postures(true));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .durable_postures(true)
+    );
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "op")?;
     f.ledger.create_child("worker", "conductor", "op")?;
@@ -562,7 +576,7 @@ fn opening_a_ledger_never_starts_an_epoch(engine: Engine) -> TestResult {
     let f = fixture!(engine);
     f.ledger.create_root("s", "op")?;
     f.ledger.grant("s", PostureLevel::Trust, "op")?;
-    let again = f.reopen(Config::default());
+    let again = f.reopen(Config::default().create_if_missing(true));
     drop(f.ledger);
     assert_eq!(again.current_epoch()?, 0);
     assert_eq!(again.decide("s", "make", false)?.verdict, Verdict::Approve);

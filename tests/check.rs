@@ -13,7 +13,7 @@ use session_ledger::{Config, Ledger};
 /// the `sqlite3` shell, where foreign keys are off.
 fn with_a_broken_reference(path: &std::path::Path) -> TestResult {
     {
-        let ledger = Ledger::open(path)?;
+        let ledger = Ledger::init(path)?;
         ledger.create_root("conductor", "alice")?;
     }
     let conn = raw(path);
@@ -31,7 +31,7 @@ fn a_ledger_with_a_broken_reference_opens_and_check_reports_the_reference() -> T
     let path = dir.path().join("ledger.db");
     with_a_broken_reference(&path)?;
     // Opening reads nothing that grows with the ledger, so it no longer scans for this.
-    let ledger = Ledger::open(&path)?;
+    let ledger = Ledger::init(&path)?;
     assert!(ledger.state("conductor")?.known);
     let report = ledger.check()?;
     assert!(!report.ok, "{report:?}");
@@ -93,7 +93,7 @@ fn check_reports_the_lines_of_integrity_check_for_a_damaged_index() -> TestResul
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("ledger.db");
     {
-        let ledger = Ledger::open(&path)?;
+        let ledger = Ledger::init(&path)?;
         ledger.create_root("conductor", "alice")?;
         ledger.create_child("worker", "conductor", "alice")?;
     }
@@ -103,7 +103,7 @@ fn check_reports_the_lines_of_integrity_check_for_a_damaged_index() -> TestResul
          UPDATE sqlite_schema SET sql = 'CREATE INDEX audit_by_session ON audit (actor, seq)'
           WHERE name = 'audit_by_session';",
     )?;
-    let report = Ledger::open(&path)?.check()?;
+    let report = Ledger::init(&path)?.check()?;
     assert!(!report.ok, "{report:?}");
     assert!(report.broken_references.is_empty(), "{report:?}");
     assert_ne!(report.integrity, ["ok"]);
@@ -151,11 +151,13 @@ fn check_of_a_sound_ledger_is_ok_and_exits_0() -> TestResult {
 fn opening_a_current_ledger_takes_no_write_lock() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("ledger.db");
-    Ledger::open(&path)?.create_root("conductor", "alice")?;
+    Ledger::init(&path)?.create_root("conductor", "alice")?;
     // A writer in another process holds the lock through a long transaction.
     let holder = raw(&path);
     holder.execute_batch("BEGIN IMMEDIATE")?;
-    let config = Config::default().busy_timeout(std::time::Duration::from_millis(50));
+    let config = Config::default()
+        .create_if_missing(true)
+        .busy_timeout(std::time::Duration::from_millis(50));
     let ledger = Ledger::open_with(&path, config)?;
     assert!(ledger.state("conductor")?.known);
     holder.execute_batch("ROLLBACK")?;

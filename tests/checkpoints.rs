@@ -26,7 +26,7 @@ fn busy(f: &Fixture) {
         .expect("child");
     f.ledger.state("worker-1a").expect("first read");
     f.ledger
-        .revoke("conductor", Propagation::Cascade { token: None }, "carol")
+        .revoke("conductor", Propagation::CascadeUnchecked, "carol")
         .expect("cascade");
 }
 
@@ -487,7 +487,10 @@ fn a_copied_ledger_keeps_its_checkpoints_and_verifies_against_them() -> TestResu
     let key = SignerKey::generate(ORIGIN)?;
     let before = source.ledger.checkpoint(&key, None, "auditor")?;
     more(&source, 3);
-    let Some(target) = Fixture::on(Engine::Postgres, session_ledger::Config::default()) else {
+    let Some(target) = Fixture::on(
+        Engine::Postgres,
+        session_ledger::Config::default().create_if_missing(true),
+    ) else {
         return Ok(());
     };
     let copied = source.ledger.copy_into(&target.ledger)?;

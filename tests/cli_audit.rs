@@ -527,7 +527,7 @@ fn audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does(engine: Eng
             q().session("conductor").before(9),
         ),
     ];
-    let ledger = Ledger::open(fx.store().target())?;
+    let ledger = Ledger::init(fx.store().target())?;
     for (flags, query) in cases {
         let listed = seqs(&audit_lines(&fx, &flags)?);
         let expected: Vec<i64> = ledger.audit(&query)?.iter().map(|r| r.seq).collect();
@@ -565,7 +565,7 @@ fn audit_reads_times_in_rfc_3339_with_any_offset_whole_seconds_or_below_a_millis
             "2000-01-01T00:00:00Z".parse()?,
         ),
     ];
-    let ledger = Ledger::open(&fx.db)?;
+    let ledger = Ledger::init(&fx.db)?;
     for (written, meant) in forms {
         for (flag, query) in [
             ("--since", AuditQuery::all().since(meant)),
@@ -751,7 +751,7 @@ fn explained(db: &(impl Db + ?Sized), id: &str, middle: &[String]) -> TestResult
     Ok((ok(db, &["explain", id])?, lines.join("\n")))
 }
 
-fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_and_audit_rows(
+fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_what_approves_and_audit_rows(
     engine: Engine,
 ) -> TestResult {
     let Some(fx) = Fixture::scenario_on(engine)? else {
@@ -779,6 +779,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
                 "  scope:    hotfix (granted by alice, until {})",
                 text(&conductor["live_scopes"][0]["expires_at"])
             ),
+            "  approves: every command".to_owned(),
         ],
     )?;
     assert_eq!(got, expected);
@@ -791,6 +792,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
              (counts now)"
                 .to_owned(),
             granted.clone(),
+            "  approves: every command".to_owned(),
         ],
     )?;
     assert_eq!(got, expected);
@@ -805,6 +807,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
              on conductor (counts now)"
                 .to_owned(),
             granted,
+            "  approves: every command".to_owned(),
         ],
     )?;
     assert_eq!(got, expected);
@@ -816,13 +819,14 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
              ancestor's"
                 .to_owned(),
             "  posture:  none".to_owned(),
+            "  approves: nothing: every command asks".to_owned(),
         ],
     )?;
     assert_eq!(got, expected);
     Ok(())
 }
 
-fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit(
+fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_audit_and_authority(
     engine: Engine,
 ) -> TestResult {
     let Some(fx) = Fixture::scenario_on(engine)? else {
@@ -845,7 +849,8 @@ fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit(
                 "grant",
                 "patterns",
                 "live_scopes",
-                "audit"
+                "audit",
+                "authority"
             ]),
             "{id}: {v}"
         );
@@ -936,6 +941,7 @@ fn trusted_conductor_with_workers(
 ) -> Result<Ledger, session_ledger::Error> {
     use session_ledger::{Config, PostureLevel, Synchronous};
     let config = Config::default()
+        .create_if_missing(true)
         .max_live_children(5_000)
         .creation_rate(100_000, Duration::from_secs(60))
         .synchronous(Synchronous::Normal);
@@ -958,7 +964,7 @@ fn a_closed_stdout_ends_the_command_quietly_with_the_sigpipe_status() -> TestRes
         // About 2,000 rows: far more output than a pipe holds, so the command is still writing
         // when the reader goes away.
         let ledger = trusted_conductor_with_workers(&fx.db, 1_000)?;
-        ledger.revoke("conductor", Propagation::Cascade { token: None }, "alice")?;
+        ledger.revoke("conductor", Propagation::CascadeUnchecked, "alice")?;
     }
     for args in [&["audit"][..], &["--json", "audit"]] {
         let what = format!("`{} | head -c 16`", args.join(" "));
@@ -991,7 +997,7 @@ engine_tests! {
     audit_text_prints_a_header_naming_its_columns_then_one_line_per_row_with_its_seq_time_actor_kind_session_and_detail,
     audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does,
     audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match,
-    explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_and_audit_rows,
-    explain_json_has_exactly_session_state_grant_patterns_live_scopes_and_audit,
+    explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_what_approves_and_audit_rows,
+    explain_json_has_exactly_session_state_grant_patterns_live_scopes_audit_and_authority,
     the_read_commands_write_nothing,
 }

@@ -121,7 +121,15 @@ fn revoke_preview_prints_who_a_cascade_would_change_and_its_token_in_text_and_js
     )?)?;
     assert_eq!(
         keys(&preview),
-        BTreeSet::from(["root", "propagation", "count", "sessions", "token"]),
+        BTreeSet::from([
+            "root",
+            "propagation",
+            "count",
+            "sessions",
+            "token",
+            "grants_revoked",
+            "still_approving"
+        ]),
         "{preview}"
     );
     assert_eq!(
@@ -170,7 +178,15 @@ fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json(
     let local = fx.json(&["revoke", "conductor", "--local"])?;
     assert_eq!(
         keys(&local),
-        BTreeSet::from(["root", "propagation", "count", "sessions", "still_holding"]),
+        BTreeSet::from([
+            "root",
+            "propagation",
+            "count",
+            "sessions",
+            "still_holding",
+            "grants_revoked",
+            "still_approving"
+        ]),
         "{local}"
     );
     assert_eq!(ids(&local["sessions"]), ["conductor"], "{local}");
@@ -186,7 +202,14 @@ fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json(
     let cascade = fx.json(&["revoke", "grandchild", "--cascade", "--actor", "carol"])?;
     assert_eq!(
         keys(&cascade),
-        BTreeSet::from(["root", "propagation", "count", "sessions"]),
+        BTreeSet::from([
+            "root",
+            "propagation",
+            "count",
+            "sessions",
+            "grants_revoked",
+            "still_approving"
+        ]),
         "{cascade}"
     );
     assert_eq!(cascade["propagation"], "cascade", "{cascade}");
@@ -198,7 +221,14 @@ fn revoke_local_cascade_and_revoke_all_print_what_they_changed_in_text_and_json(
     );
     assert_eq!(
         fx.json(&["revoke-all"])?,
-        json!({ "root": null, "propagation": "global", "count": 0, "sessions": [] })
+        json!({
+            "root": null,
+            "propagation": "global",
+            "count": 0,
+            "sessions": [],
+            "grants_revoked": [],
+            "still_approving": []
+        })
     );
     Ok(())
 }

@@ -95,7 +95,7 @@ fn the_wal_file_outlives_the_last_connection_and_holds_nothing_uncheckpointed() 
     )?;
     assert_eq!(rows, 1);
     // And a ledger reopened over the kept WAL reads and writes as before.
-    let ledger = session_ledger::Ledger::open(&path)?;
+    let ledger = session_ledger::Ledger::init(&path)?;
     assert!(ledger.state("root")?.trust);
     ledger.create_child("worker", "root", "test")?;
     assert!(ledger.state("worker")?.trust);

@@ -142,7 +142,7 @@ fn a_copied_ledger_goes_on_from_where_the_source_stood() -> TestResult {
     assert!(child.inherited_trust_reads && !child.inherited_trust);
     let r = target
         .ledger
-        .revoke("reviewer", Propagation::Cascade { token: None }, "alice")?;
+        .revoke("reviewer", Propagation::CascadeUnchecked, "alice")?;
     assert_eq!(r.count, 2);
     assert!(target.ledger.audit_head()?.seq > copied.head.seq);
     assert!(target.ledger.verify(None)?.ok);
@@ -210,6 +210,7 @@ fn a_copy_carries_as_many_rows_as_a_batch_holds_and_more() -> TestResult {
     // Past one batch of appends (1,000 rows), so that a second batch follows the first.
     let source = Fixture::with(
         Config::default()
+            .create_if_missing(true)
             .max_live_children(2_000)
             .creation_rate(2_000, Duration::from_secs(60)),
     );
@@ -228,7 +229,7 @@ fn a_copy_carries_as_many_rows_as_a_batch_holds_and_more() -> TestResult {
     assert_eq!(copied.postures, 1_201);
     let r = target
         .ledger
-        .revoke("conductor", Propagation::Cascade { token: None }, "alice")?;
+        .revoke("conductor", Propagation::CascadeUnchecked, "alice")?;
     assert_eq!(r.count, 1_201);
     assert!(target.ledger.verify(None)?.ok);
     Ok(())
@@ -251,7 +252,7 @@ fn a_copy_by_a_role_that_does_not_own_the_tables_copies_nothing_and_says_why() -
     let (_, search_path) = owner
         .split_once('?')
         .expect("the fixture's URL sets search_path");
-    let app = Ledger::open(format!("{app_base}?{search_path}"))?;
+    let app = Ledger::init(format!("{app_base}?{search_path}"))?;
     let before = target.snapshot();
 
     let refused = source.ledger.copy_into(&app);

@@ -116,7 +116,7 @@ mod child {
 
     pub(super) fn run(path: &Path, trial: u64) {
         let ledger =
-            Ledger::open(path).unwrap_or_else(|e| panic!("child: open {}: {e}", path.display()));
+            Ledger::init(path).unwrap_or_else(|e| panic!("child: open {}: {e}", path.display()));
         let mut work = Workload::load(&ledger, trial);
         let mut out = std::io::stdout().lock();
         // End the harness's own "test ... " line, then say the ledger is open: the parent
@@ -381,10 +381,10 @@ mod child {
                     .revoke(&id, Propagation::Preview, ACTOR)
                     .unwrap_or_else(|e| panic!("child: preview({id}): {e}"));
                 Propagation::Cascade {
-                    token: preview.token,
+                    token: preview.token.expect("a preview has a token"),
                 }
             } else {
-                Propagation::Cascade { token: None }
+                Propagation::CascadeUnchecked
             };
             let word = propagation.as_str();
             let revocation = ledger
@@ -1046,7 +1046,7 @@ mod parent {
         }
 
         // The library reopens it (creating and migrating it if the child never got that far).
-        let ledger = Ledger::open(path).map_err(|e| format!("reopening the ledger: {e}"))?;
+        let ledger = Ledger::init(path).map_err(|e| format!("reopening the ledger: {e}"))?;
         let verification = ledger
             .verify(model.head.as_ref())
             .map_err(|e| format!("verify: {e}"))?;
@@ -1313,7 +1313,7 @@ mod parent {
             return Err(format!("raising {child} changed nothing"));
         }
         let revoked = ledger
-            .revoke(&root, Propagation::Cascade { token: None }, ACTOR)
+            .revoke(&root, Propagation::CascadeUnchecked, ACTOR)
             .map_err(e)?;
         if revoked.count != 2 {
             return Err(format!("the cascade from {root} revoked {}", revoked.count));

@@ -168,7 +168,7 @@ fn a_commit_whose_wait_for_the_synchronous_standby_is_cancelled_is_not_reported_
     let Some(pair) = pair() else { return Ok(()) };
     let _pair = take(&pair);
     let url = pair.ledger_url("cancelled");
-    let ledger = Ledger::open(&url)?;
+    let ledger = Ledger::init(&url)?;
     ledger.create_root("conductor", "op")?;
     let head = ledger.audit_head()?;
 
@@ -213,7 +213,9 @@ fn a_connection_killed_while_its_commit_waits_for_the_standby_is_resolved_done_o
     let url = pair.ledger_url("killed_done");
     let ledger = Ledger::open_with(
         &url,
-        Config::default().failover_wait(Duration::from_secs(60)),
+        Config::default()
+            .create_if_missing(true)
+            .failover_wait(Duration::from_secs(60)),
     )?;
     ledger.create_root("conductor", "op")?;
     ledger.grant("conductor", PostureLevel::Trust, "op")?;
@@ -249,7 +251,12 @@ fn a_connection_killed_while_its_commit_waits_for_the_standby_is_unknown_while_t
     let _pair = take(&pair);
     let url = pair.ledger_url("killed_unknown");
     let wait = Duration::from_secs(2);
-    let ledger = Ledger::open_with(&url, Config::default().failover_wait(wait))?;
+    let ledger = Ledger::open_with(
+        &url,
+        Config::default()
+            .create_if_missing(true)
+            .failover_wait(wait),
+    )?;
     ledger.create_root("conductor", "op")?;
     let head = ledger.audit_head()?;
 
@@ -278,7 +285,7 @@ fn readers_on_the_standby_read_as_a_read_only_handle_does_and_writers_are_refuse
     let Some(pair) = pair() else { return Ok(()) };
     let _pair = take(&pair);
     let url = pair.ledger_url("readers");
-    let writer = Ledger::open(&url)?;
+    let writer = Ledger::init(&url)?;
     writer.create_root("conductor", "op")?;
     writer.grant("conductor", PostureLevel::Trust, "op")?;
     writer.create_child("worker", "conductor", "op")?;
@@ -287,7 +294,10 @@ fn readers_on_the_standby_read_as_a_read_only_handle_does_and_writers_are_refuse
     let head = writer.audit_head()?;
 
     let on_standby = pair.on("standby", &url);
-    let reader = Ledger::open_with(&on_standby, Config::default().read_only(true))?;
+    let reader = Ledger::open_with(
+        &on_standby,
+        Config::default().create_if_missing(true).read_only(true),
+    )?;
     // A synchronous commit is on the standby's disk; it shows once the standby replayed it.
     let started = Instant::now();
     while reader.audit_head()? != head {
@@ -313,7 +323,7 @@ fn readers_on_the_standby_read_as_a_read_only_handle_does_and_writers_are_refuse
     let e = reader.create_root("other", "op").expect_err("no write");
     assert_eq!(e.kind(), "read_only");
 
-    let e = Ledger::open(&on_standby).expect_err("a handle that writes, on a standby");
+    let e = Ledger::init(&on_standby).expect_err("a handle that writes, on a standby");
     assert_eq!(e.kind(), "standby", "{e}");
     say(&format!("a writing handle on the standby: {e}"));
 
@@ -370,6 +380,7 @@ fn writer_process_of_the_failover_test() {
     let ledger = Ledger::open_with(
         &url,
         Config::default()
+            .create_if_missing(true)
             .failover_wait(Duration::from_secs(30))
             .pool_size(2),
     )
@@ -405,7 +416,7 @@ fn writer_process_of_the_failover_test() {
                 "cascade",
                 &root,
                 ledger
-                    .revoke(&root, Propagation::Cascade { token: None }, "op")
+                    .revoke(&root, Propagation::CascadeUnchecked, "op")
                     .map(drop),
             );
     }
@@ -417,7 +428,7 @@ fn every_acknowledged_write_survives_the_primary_killed_and_the_standby_promoted
     let _pair = take(&pair);
     let url = pair.ledger_url("failover");
     // The schema first, so that the writers do not race to make it.
-    drop(Ledger::open(&url)?);
+    drop(Ledger::init(&url)?);
 
     let writers = 3;
     let dir = tempfile::tempdir()?;
@@ -480,7 +491,7 @@ fn every_acknowledged_write_survives_the_primary_killed_and_the_standby_promoted
     }
 
     // Everything acknowledged is on the new primary.
-    let ledger = Ledger::open(&url)?;
+    let ledger = Ledger::init(&url)?;
     let mut lost = Vec::new();
     let mut outcomes: BTreeMap<&str, usize> = BTreeMap::new();
     for entry in &logged {

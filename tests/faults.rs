@@ -79,7 +79,12 @@ fn scene() -> Fixture {
 
 /// [`scene`] on `engine`; `None` when the engine is not available here.
 fn scene_on(engine: Engine) -> Option<Fixture> {
-    let f = Fixture::on(engine, Config::default().max_live_children(3))?;
+    let f = Fixture::on(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .max_live_children(3),
+    )?;
     f.ledger.create_root("conductor", "op").expect("root");
     f.ledger
         .grant("conductor", PostureLevel::Trust, "op")
@@ -178,7 +183,7 @@ fn a_local_revoke_that_fails_halfway_revokes_nothing() {
 fn a_cascade_that_fails_halfway_revokes_nothing() {
     check("revoke cascade", |f| {
         f.ledger
-            .revoke("conductor", Propagation::Cascade { token: None }, "op")
+            .revoke("conductor", Propagation::CascadeUnchecked, "op")
     });
 }
 
@@ -375,7 +380,7 @@ fn a_cascade_whose_connection_is_killed_midway_leaves_nothing_and_runs_again_onc
     };
     killed(f, "revoke cascade", |f| {
         f.ledger
-            .revoke("conductor", Propagation::Cascade { token: None }, "op")
+            .revoke("conductor", Propagation::CascadeUnchecked, "op")
     })
 }
 

@@ -115,7 +115,7 @@ fn the_deepest_spawned_id_that_fits_is_recorded_link_by_link() -> TestResult {
 
 #[test]
 fn a_tree_at_the_depth_bound_takes_no_deeper_child() -> TestResult {
-    let f = Fixture::with(Config::default().max_depth(5));
+    let f = Fixture::with(Config::default().create_if_missing(true).max_depth(5));
     f.ledger.create_root("d0", "op")?;
     for d in 1..=5 {
         f.ledger
@@ -186,7 +186,7 @@ fn a_file_too_short_to_be_a_database_is_refused_and_left_as_it_is() -> TestResul
     // SQLite takes a file of 0 or 1 byte for an empty database and would write a ledger over it.
     for content in [&b"x"[..], b"0123456789abcde"] {
         fs::write(&path, content)?;
-        let err = Ledger::open(&path).expect_err("not a ledger");
+        let err = Ledger::init(&path).expect_err("not a ledger");
         assert!(
             matches!(err, Error::Storage(StorageError::NotALedger(_))),
             "{content:?}: {err:?}"
@@ -215,7 +215,7 @@ fn a_truncated_ledger_gives_a_clear_error_and_is_left_as_it_is() -> TestResult {
     assert!(bytes.len() > 8192);
     for keep in [bytes.len() / 2, 4096 + 100, 50] {
         fs::write(&path, &bytes[..keep])?;
-        let outcome = Ledger::open(&path).and_then(|l| {
+        let outcome = Ledger::init(&path).and_then(|l| {
             l.verify(None)?;
             l.forest()?;
             l.state("r299")
@@ -259,7 +259,7 @@ fn a_ledger_with_garbage_written_over_its_pages_gives_a_clear_error() -> TestRes
         *b = (i.wrapping_mul(2_654_435_761) >> 7) as u8;
     }
     fs::write(&path, &bytes)?;
-    let outcome = Ledger::open(&path).and_then(|l| {
+    let outcome = Ledger::init(&path).and_then(|l| {
         l.verify(None)?;
         l.forest()
     });
@@ -275,10 +275,12 @@ fn a_ledger_with_garbage_written_over_its_pages_gives_a_clear_error() -> TestRes
 fn settings_the_pool_or_sqlite_cannot_take_are_an_error_and_create_no_file() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("ledger.db");
-    let mut no_pool = Config::default();
+    let mut no_pool = Config::default().create_if_missing(true);
     no_pool.pool_size = 0;
     // SQLite takes a busy timeout in milliseconds as a C int: at most about 24.8 days.
-    let too_patient = Config::default().busy_timeout(std::time::Duration::from_secs(30 * 86_400));
+    let too_patient = Config::default()
+        .create_if_missing(true)
+        .busy_timeout(std::time::Duration::from_secs(30 * 86_400));
     for config in [no_pool, too_patient] {
         let err = Ledger::open_with(&path, config).expect_err("refused");
         assert!(

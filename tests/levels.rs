@@ -64,7 +64,12 @@ fn sessions_recorded_in_the_same_millisecond_page_in_the_order_recorded(
     let clock = std::sync::Arc::new(session_ledger::ManualClock::new(
         "2026-03-01T12:00:00Z".parse()?,
     ));
-    let f = fixture!(engine, session_ledger::Config::default().clock(clock));
+    let f = fixture!(
+        engine,
+        session_ledger::Config::default()
+            .create_if_missing(true)
+            .clock(clock)
+    );
     f.build("r1 > a1 a2 a3 a4 a5; r2 > b; r3 > c");
     let mut seen = Vec::new();
     let mut after = None;

@@ -77,6 +77,7 @@ fn ms(t: DateTime<Utc>) -> i64 {
 
 fn config(clock: &Arc<ManualClock>, durable: bool) -> Config {
     Config::default()
+        .create_if_missing(true)
         .synchronous(Synchronous::Normal)
         .max_depth(MAX_DEPTH)
         .max_live_children(MAX_LIVE)
@@ -310,7 +311,10 @@ type SubtreeLine = (
     Option<i64>,
     Option<PostureBits>,
 );
-type Fingerprint = (String, Vec<SubtreeLine>);
+/// A standing grant of a live session of the subtree: (session, "scope" or "pattern", name or
+/// text, expiry for a scope, granted_by, granted_at).
+type StandingLine = (String, &'static str, String, Option<i64>, String, i64);
+type Fingerprint = (String, Vec<SubtreeLine>, Vec<StandingLine>);
 
 #[derive(Clone, Debug, PartialEq)]
 enum MReason {
@@ -600,7 +604,36 @@ impl Model {
             })
             .collect();
         lines.sort_by(|a, b| a.0.cmp(&b.0));
-        (root.to_owned(), lines)
+        let mut standing: Vec<StandingLine> = Vec::new();
+        for id in self.subtree(root) {
+            if self.sessions[&id].ended_at.is_some() {
+                continue;
+            }
+            for (name, scope) in self.scopes.get(&id).into_iter().flatten() {
+                if scope.live(self.now) {
+                    standing.push((
+                        id.clone(),
+                        "scope",
+                        name.clone(),
+                        Some(scope.expires_at),
+                        scope.granted_by.clone(),
+                        scope.granted_at,
+                    ));
+                }
+            }
+            for (pattern, (by, at)) in self.patterns.get(&id).into_iter().flatten() {
+                standing.push((
+                    id.clone(),
+                    "pattern",
+                    pattern.clone(),
+                    None,
+                    by.clone(),
+                    *at,
+                ));
+            }
+        }
+        standing.sort();
+        (root.to_owned(), lines, standing)
     }
 
     // --- operations; an Err leaves the model as it was (the caller restores it) ------------
@@ -1579,11 +1612,11 @@ impl Harness {
         let m = self.on_model(|m| m.end(id));
         let r = self.ledger().end(id, ACTOR);
         if let Some((ended, s)) = outcome("end", m, r)? {
-            same!(format!("{id} ended"), true, s.ended_at.is_some());
+            same!(format!("{id} ended"), true, s.session.ended_at.is_some());
             same!(
                 format!("{id} ended at"),
                 Some(self.model.now),
-                s.ended_at.map(ms)
+                s.session.ended_at.map(ms)
             );
             bump(format!("end: with {} sub-agents", ended.len() - 1));
         }
@@ -1770,7 +1803,7 @@ impl Harness {
                 let m = self.on_model(|m| m.revoke_cascade(id, None));
                 let r = self
                     .ledger()
-                    .revoke(id, Propagation::Cascade { token: None }, ACTOR);
+                    .revoke(id, Propagation::CascadeUnchecked, ACTOR);
                 self.compare_cascade("revoke cascade", id, m, r)?;
             }
             Op::Preview(id) => {
@@ -1811,7 +1844,7 @@ impl Harness {
                 let r = self.ledger().revoke(
                     &target,
                     Propagation::Cascade {
-                        token: Some(token.clone()),
+                        token: token.clone(),
                     },
                     ACTOR,
                 );
@@ -1822,7 +1855,7 @@ impl Harness {
                 let r = self.ledger().revoke(
                     id,
                     Propagation::Cascade {
-                        token: Some(token.clone()),
+                        token: token.clone(),
                     },
                     ACTOR,
                 );
@@ -2084,7 +2117,10 @@ fn template() -> &'static [u8] {
     TEMPLATE.get_or_init(|| {
         let dir = scratch_dir();
         let path = dir.path().join("template.db");
-        drop(Ledger::open_with(&path, Config::default()).expect("create the template ledger"));
+        drop(
+            Ledger::open_with(&path, Config::default().create_if_missing(true))
+                .expect("create the template ledger"),
+        );
         std::fs::read(&path).expect("read the template ledger")
     })
 }

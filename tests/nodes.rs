@@ -142,6 +142,7 @@ fn write(target: &str, first: usize, threads: usize, ops: usize) -> TestResult {
 /// The bounds out of the way: the two-node tests are about what nodes see, not the limits.
 fn unbounded() -> Config {
     Config::default()
+        .create_if_missing(true)
         .max_live_children(1_000_000)
         .creation_rate(1_000_000, Duration::from_secs(60))
 }
@@ -185,7 +186,7 @@ fn serve_commands(target: &str) -> TestResult {
             ["revoke", id, how] => {
                 let propagation = match how {
                     "local" => Propagation::Local,
-                    "cascade" => Propagation::Cascade { token: None },
+                    "cascade" => Propagation::CascadeUnchecked,
                     _ => panic!("revoke {how}?"),
                 };
                 ledger

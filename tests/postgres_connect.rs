@@ -65,8 +65,8 @@ fn a_ledger_opened_over_tcp_and_over_the_unix_socket_is_one_ledger() -> TestResu
         name("tcp")
     );
     let over_socket = format!("{}&application_name={}", f.target(), name("socket"));
-    let tcp = Ledger::open(&over_tcp)?;
-    let socket = Ledger::open(&over_socket)?;
+    let tcp = Ledger::init(&over_tcp)?;
+    let socket = Ledger::init(&over_socket)?;
     let tcp_at = tcp.location().to_string();
     let socket_at = socket.location().to_string();
     assert!(tcp_at.contains("@127.0.0.1:"), "{tcp_at}");
@@ -85,7 +85,7 @@ fn a_ledger_opened_over_tcp_and_over_the_unix_socket_is_one_ledger() -> TestResu
         tcp.decide("worker", "make deploy", false)?.verdict,
         Verdict::Approve
     );
-    socket.revoke("conductor", Propagation::Cascade { token: None }, "op")?;
+    socket.revoke("conductor", Propagation::CascadeUnchecked, "op")?;
     assert_eq!(
         tcp.decide("worker", "make deploy", false)?.verdict,
         Verdict::Ask
@@ -223,7 +223,7 @@ fn a_password_with_an_unencoded_at_sign_is_refused_naming_the_host_meant_and_the
     let dir = tempfile::tempdir()?;
     let secret = "pa55-word";
     let url = format!("postgresql://session_ledger_app:{secret}@tail@db.example.org:5432/ledger");
-    let err = Ledger::open(&url).expect_err("an '@' in the password");
+    let err = Ledger::init(&url).expect_err("an '@' in the password");
     let texts = every_text_of(&err);
     assert_eq!(err.kind(), "invalid_config", "{}", texts[0]);
     assert!(texts[0].contains("\"db.example.org\""), "{}", texts[0]);
@@ -239,7 +239,7 @@ fn a_password_with_an_unencoded_at_sign_is_refused_naming_the_host_meant_and_the
 fn a_host_that_cannot_be_found_is_named_in_the_error_without_the_password() -> TestResult {
     let secret = "pa55-word-9e1";
     let url = format!("postgresql://session_ledger_app:{secret}@no-such-host.invalid:5432/ledger");
-    let err = Ledger::open(&url).expect_err("no such host");
+    let err = Ledger::init(&url).expect_err("no such host");
     let texts = every_text_of(&err);
     assert!(
         texts[0].contains("no-such-host.invalid:5432"),

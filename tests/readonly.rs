@@ -251,7 +251,7 @@ fn an_auditor_without_write_access_reads_with_the_stock_shell_a_ledger_the_cli_o
     cli_written(&by_cli)?;
     let by_library = Folder::new()?;
     {
-        let ledger = Ledger::open(&by_library.db)?;
+        let ledger = Ledger::init(&by_library.db)?;
         ledger.create_root("conductor", "alice")?;
         ledger.create_child("worker", "conductor", "alice")?;
         ledger.state("worker")?;
@@ -281,7 +281,7 @@ fn an_auditor_without_write_access_reads_with_the_stock_shell_a_ledger_the_cli_o
 fn an_auditor_without_write_access_sees_the_latest_commits_while_the_backend_has_the_ledger_open(
 ) -> TestResult {
     let folder = Folder::new()?;
-    let backend = Ledger::open(&folder.db)?;
+    let backend = Ledger::init(&folder.db)?;
     backend.create_root("conductor", "alice")?;
     folder.lock()?;
     // Committed while the auditor is locked out of writing: in the WAL, not checkpointed yet.
@@ -547,7 +547,7 @@ fn a_reader_without_write_access_is_told_plainly_when_the_shm_file_is_missing_be
 // ------------------------------------------------------------------------------------------------
 
 fn read_only() -> Config {
-    Config::default().read_only(true)
+    Config::default().create_if_missing(true).read_only(true)
 }
 
 /// A state with the parts that differ between an answer and a recording blanked: when it was
@@ -567,7 +567,11 @@ fn a_read_only_handle_answers_every_first_read_as_a_writer_would_record_it_and_w
     let dir = tempfile::tempdir()?;
     let built = dir.path().join("built.db");
     let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00.000Z".parse()?));
-    let config = || Config::default().clock(clock.clone());
+    let config = || {
+        Config::default()
+            .create_if_missing(true)
+            .clock(clock.clone())
+    };
     {
         let l = Ledger::open_with(&built, config())?;
         let secret = Raise {
@@ -646,7 +650,7 @@ fn every_write_on_a_read_only_handle_fails_as_read_only_and_writes_nothing() -> 
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("ledger.db");
     {
-        let l = Ledger::open(&path)?;
+        let l = Ledger::init(&path)?;
         l.create_root("c", "alice")?;
         l.grant("c", PostureLevel::Trust, "alice")?;
         l.create_child("w", "c", "alice")?;
@@ -678,7 +682,7 @@ fn every_write_on_a_read_only_handle_fails_as_read_only_and_writes_nothing() -> 
         ),
         (
             "revoke cascade",
-            l.revoke("c", Propagation::Cascade { token: None }, "alice")
+            l.revoke("c", Propagation::CascadeUnchecked, "alice")
                 .map(drop),
         ),
         ("revoke_all", l.revoke_all("alice").map(drop)),
@@ -750,7 +754,7 @@ fn a_read_only_open_refuses_what_it_cannot_read_as_a_ledger_of_this_version() ->
     );
 
     let newer = dir.path().join("newer.db");
-    drop(Ledger::open(&newer)?);
+    drop(Ledger::init(&newer)?);
     rusqlite::Connection::open(&newer)?.execute(
         "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
          VALUES (999, 'from_the_future', '2030-01-01T00:00:00Z', '1')",
@@ -766,7 +770,7 @@ fn a_read_only_open_refuses_what_it_cannot_read_as_a_ledger_of_this_version() ->
     );
 
     let older = dir.path().join("older.db");
-    drop(Ledger::open(&older)?);
+    drop(Ledger::init(&older)?);
     let version = session_ledger::schema_version();
     rusqlite::Connection::open(&older)?.execute(
         "DELETE FROM refinery_schema_history WHERE version = ?1",
@@ -793,7 +797,7 @@ fn a_read_only_open_refuses_what_it_cannot_read_as_a_ledger_of_this_version() ->
 fn a_read_only_open_takes_no_write_lock() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("ledger.db");
-    Ledger::open(&path)?.create_root("c", "alice")?;
+    Ledger::init(&path)?.create_root("c", "alice")?;
     // Another process holds the write lock for as long as it likes.
     let holder = common::raw(&path);
     holder.execute_batch("BEGIN IMMEDIATE")?;

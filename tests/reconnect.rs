@@ -45,7 +45,10 @@ fn an_idle_pooled_connection_the_server_ended_does_not_fail_the_next_read_or_wri
         return Ok(());
     };
     let name = app_name("idle");
-    let ledger = Ledger::open_with(named(&place.url(), &name), Config::default().pool_size(2))?;
+    let ledger = Ledger::open_with(
+        named(&place.url(), &name),
+        Config::default().create_if_missing(true).pool_size(2),
+    )?;
     ledger.create_root("conductor", "op")?;
     ledger.grant("conductor", PostureLevel::Trust, "op")?;
 
@@ -81,7 +84,8 @@ fn a_write_whose_connection_is_lost_after_the_server_got_its_commit_is_reported_
     let Some(place) = Place::new() else {
         return Ok(());
     };
-    let Some((proxy, ledger)) = through_proxy(&place, Config::default()) else {
+    let Some((proxy, ledger)) = through_proxy(&place, Config::default().create_if_missing(true))
+    else {
         return Ok(());
     };
     ledger.create_root("conductor", "op")?;
@@ -102,7 +106,8 @@ fn a_write_whose_connection_is_lost_before_the_server_got_its_commit_is_reported
     let Some(place) = Place::new() else {
         return Ok(());
     };
-    let Some((proxy, ledger)) = through_proxy(&place, Config::default()) else {
+    let Some((proxy, ledger)) = through_proxy(&place, Config::default().create_if_missing(true))
+    else {
         return Ok(());
     };
     ledger.create_root("conductor", "op")?;
@@ -131,7 +136,9 @@ fn a_write_whose_connection_is_lost_before_the_server_got_its_commit_is_reported
 
 #[test]
 fn a_write_that_finds_no_server_within_the_failover_wait_fails_as_unavailable() -> TestResult {
-    let config = Config::default().failover_wait(Duration::from_millis(500));
+    let config = Config::default()
+        .create_if_missing(true)
+        .failover_wait(Duration::from_millis(500));
     let Some(place) = Place::new() else {
         return Ok(());
     };
@@ -167,7 +174,7 @@ fn a_url_of_several_servers_reaches_the_one_that_takes_writes_in_the_library_and
         return Ok(());
     };
     let url = after_a_dead_host(&place.url());
-    let ledger = Ledger::open(&url)?;
+    let ledger = Ledger::init(&url)?;
     ledger.create_root("conductor", "op")?;
     assert!(ledger.state("conductor")?.known);
     assert!(ledger.location().to_string().contains("127.0.0.1:1"));

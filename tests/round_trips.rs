@@ -24,8 +24,8 @@ fn counted() -> Option<(Place, Proxy, Ledger)> {
     let place = Place::new()?;
     let proxy = Proxy::start(&host_port(&tcp));
     let url = proxy.url(&place.url_on(&tcp));
-    let ledger =
-        Ledger::open_with(&url, Config::default().pool_size(1)).expect("open through the proxy");
+    let ledger = Ledger::open_with(&url, Config::default().create_if_missing(true).pool_size(1))
+        .expect("open through the proxy");
     Some((place, proxy, ledger))
 }
 

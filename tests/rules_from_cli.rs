@@ -29,12 +29,12 @@ const UNTRUSTED: Raise = Raise {
 };
 
 fn cascade() -> Propagation {
-    Propagation::Cascade { token: None }
+    Propagation::CascadeUnchecked
 }
 
 fn with_token(token: &str) -> Propagation {
     Propagation::Cascade {
-        token: Some(token.to_owned()),
+        token: token.to_owned(),
     }
 }
 
@@ -543,7 +543,12 @@ fn a_new_epoch_shows_older_postures_as_lapsed_audits_itself_and_stamps_new_grant
 fn a_durable_epoch_carries_each_posture_with_its_chain_and_children_still_inherit_it(
     engine: Engine,
 ) -> TestResult {
-    let f = fixture!(engine, Config::default().durable_postures(true));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .durable_postures(true)
+    );
     f.ledger.create_root("conductor", "op")?;
     f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     f.build("conductor > worker; worker > grandchild");
@@ -682,7 +687,12 @@ fn a_revoked_scope_stays_listed_with_its_revocation_time_and_cannot_be_revoked_a
     engine: Engine,
 ) -> TestResult {
     let clock = stopped_clock();
-    let f = fixture!(engine, Config::default().clock(clock.clone()));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .clock(clock.clone())
+    );
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant_scope("conductor", "ops", Duration::from_secs(7_200), "op")?;
@@ -875,7 +885,12 @@ fn the_audit_of_an_unknown_subtree_is_empty_and_records_nothing_and_of_a_malform
 
 fn explain_lists_only_the_scopes_still_live(engine: Engine) -> TestResult {
     let clock = stopped_clock();
-    let f = fixture!(engine, Config::default().clock(clock.clone()));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .clock(clock.clone())
+    );
     f.ledger.create_root("conductor", "op")?;
     let hours = Duration::from_secs(7_200);
     f.ledger

@@ -272,7 +272,7 @@ fn reopening_a_ledger_keeps_its_data_and_migrates_nothing_twice() -> TestResult 
     let before = f.snapshot();
     let path = f.path();
     drop(f.ledger);
-    let again = Ledger::open(&path)?;
+    let again = Ledger::init(&path)?;
     assert!(again.session("a")?.is_some());
     let history: i64 =
         raw(&path).query_row("SELECT count(*) FROM refinery_schema_history", [], |r| {
@@ -305,7 +305,7 @@ fn a_database_with_a_newer_schema_is_refused_and_left_untouched() -> TestResult 
         conn.pragma_update(None, "wal_checkpoint", "TRUNCATE")?;
     }
     let bytes = fs::read(&path)?;
-    let err = Ledger::open(&path).expect_err("newer schema");
+    let err = Ledger::init(&path).expect_err("newer schema");
     assert!(
         matches!(err, Error::Storage(StorageError::SchemaTooNew { found: 999, supported }) if supported == session_ledger::schema_version()),
         "{err}"
@@ -320,7 +320,12 @@ fn a_refused_ledger_gets_no_kept_wal_file_beside_it() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("ledger.db");
     {
-        let ledger = Ledger::open_with(&path, Config::default().keep_wal_file(false))?;
+        let ledger = Ledger::open_with(
+            &path,
+            Config::default()
+                .create_if_missing(true)
+                .keep_wal_file(false),
+        )?;
         ledger.create_root("root", "test")?;
     }
     {
@@ -340,7 +345,7 @@ fn a_refused_ledger_gets_no_kept_wal_file_beside_it() -> TestResult {
     };
     assert_eq!(listing()?, ["ledger.db"]);
     // The default keeps the WAL file, but only for a file it has accepted.
-    let err = Ledger::open(&path).expect_err("newer schema");
+    let err = Ledger::init(&path).expect_err("newer schema");
     assert!(
         matches!(err, Error::Storage(StorageError::SchemaTooNew { .. })),
         "{err}"
@@ -362,7 +367,7 @@ fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     fs::write(&garbage, &noise)?;
-    let err = Ledger::open(&garbage).expect_err("garbage");
+    let err = Ledger::init(&garbage).expect_err("garbage");
     assert!(
         matches!(err, Error::Storage(StorageError::NotALedger(_))),
         "{err}"
@@ -375,7 +380,7 @@ fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
         conn.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');")?;
     }
     let bytes = fs::read(&other)?;
-    let err = Ledger::open(&other).expect_err("someone else's database");
+    let err = Ledger::init(&other).expect_err("someone else's database");
     assert!(
         matches!(err, Error::Storage(StorageError::NotALedger(_))),
         "{err}"
@@ -389,7 +394,7 @@ fn a_file_that_is_not_a_ledger_is_refused_and_left_untouched() -> TestResult {
     }
     let bytes = fs::read(&tagged)?;
     assert!(matches!(
-        Ledger::open(&tagged),
+        Ledger::init(&tagged),
         Err(Error::Storage(StorageError::NotALedger(_)))
     ));
     assert_eq!(fs::read(&tagged)?, bytes);
@@ -407,6 +412,34 @@ fn a_missing_file_is_not_created_unless_asked() -> TestResult {
         "{err}"
     );
     assert!(!path.exists());
+    Ok(())
+}
+
+/// `Ledger::open` opens a ledger that exists and creates none: a typo in a path or URL is an
+/// error that names the place, not a new empty ledger the caller then trusts. `Ledger::init`
+/// is the call that creates one.
+fn ledger_open_refuses_a_place_with_no_ledger_and_creates_nothing(engine: Engine) -> TestResult {
+    let Some(store) = common::Store::on(engine) else {
+        return Ok(());
+    };
+    let err = Ledger::open(store.target()).expect_err("no ledger there");
+    assert!(
+        matches!(err, Error::Storage(StorageError::NoLedger(_))),
+        "{err}"
+    );
+    match engine {
+        Engine::Sqlite => assert!(!store.path().exists(), "open created the file"),
+        Engine::Postgres => assert_eq!(
+            store.place().query(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+            ),
+            [[Some("0".to_owned())]],
+            "open created tables"
+        ),
+    }
+    let created = Ledger::init(store.target())?;
+    drop(created);
+    Ledger::open(store.target())?;
     Ok(())
 }
 
@@ -463,7 +496,7 @@ fn a_read_only_ledger_is_refused_with_its_own_error() -> TestResult {
         eprintln!("skipped: cannot make a file read-only here (root without chattr)");
         return Ok(());
     };
-    let err = Ledger::open(&path).expect_err("read-only");
+    let err = Ledger::init(&path).expect_err("read-only");
     assert!(
         matches!(err, Error::Storage(StorageError::ReadOnly(_))),
         "{err}"
@@ -521,7 +554,7 @@ fn a_ledger_written_before_the_hash_chain_is_chained_on_upgrade_and_matches_a_fr
                   VALUES ('2026-01-01T00:00:02.000Z', 'dashboard', 'epoch.start', NULL, '{}');",
         )?;
     }
-    let ledger = Ledger::open(&old)?;
+    let ledger = Ledger::init(&old)?;
     let v = ledger.verify(None)?;
     assert!(v.ok, "{v:?}");
     assert_eq!(v.rows, 3);
@@ -531,7 +564,7 @@ fn a_ledger_written_before_the_hash_chain_is_chained_on_upgrade_and_matches_a_fr
     drop(ledger);
 
     let fresh = dir.path().join("fresh.db");
-    drop(Ledger::open(&fresh)?);
+    drop(Ledger::init(&fresh)?);
     assert_eq!(schema_of(&old), schema_of(&fresh));
     Ok(())
 }
@@ -556,14 +589,14 @@ fn an_older_ledger_with_a_broken_reference_is_refused_before_it_is_upgraded() ->
         )
     };
     let before = version(&old)?;
-    let err = Ledger::open(&old).expect_err("a broken reference");
+    let err = Ledger::init(&old).expect_err("a broken reference");
     assert!(matches!(err, Error::Corruption(_)), "{err}");
     assert_eq!(version(&old)?, before, "the refused ledger was upgraded");
     Ok(())
 }
 
 #[test]
-fn the_schema_is_built_by_the_nine_migrations_in_order() -> TestResult {
+fn the_schema_is_built_by_its_eleven_migrations_in_order() -> TestResult {
     let f = Fixture::new();
     let conn = f.sql();
     let mut stmt =
@@ -582,12 +615,13 @@ fn the_schema_is_built_by_the_nine_migrations_in_order() -> TestResult {
         "revocation_events",
         "contract_items",
         "audit_tree_and_checkpoints",
+        "every_live_authority",
     ];
     let expected: Vec<(i64, String)> = (1..)
         .zip(expected.iter().map(|n| (*n).to_owned()))
         .collect();
     assert_eq!(history, expected);
-    assert_eq!(session_ledger::schema_version(), 10);
+    assert_eq!(session_ledger::schema_version(), 11);
     Ok(())
 }
 
@@ -649,7 +683,7 @@ fn a_trail_whose_times_went_back_before_version_8_is_still_listed_by_time_correc
         .map(|at| (*at, "op", "session.root", "r", "{}"))
         .collect();
     version_7_ledger(&old, &rows)?;
-    let ledger = Ledger::open(&old)?;
+    let ledger = Ledger::init(&old)?;
     let ordered_from: i64 =
         raw(&old).query_row("SELECT ordered_from FROM audit_time_order", [], |r| {
             r.get(0)
@@ -725,7 +759,7 @@ fn revocations_written_before_version_8_are_told_apart_by_the_first_row_of_their
             (t, "op", "posture.revoke", "a1", &a),
         ],
     )?;
-    let ledger = Ledger::open(&old)?;
+    let ledger = Ledger::init(&old)?;
     // And one written by this version.
     ledger.create_root("c", "op")?;
     ledger.grant("c", session_ledger::PostureLevel::Trust, "op")?;
@@ -740,6 +774,7 @@ fn revocations_written_before_version_8_are_told_apart_by_the_first_row_of_their
 }
 
 engine_tests! {
+    ledger_open_refuses_a_place_with_no_ledger_and_creates_nothing,
     audit_rows_cannot_be_updated_or_deleted,
     the_library_knows_exactly_the_audit_kinds_of_a_fresh_ledgers_table,
     audit_rows_need_a_known_kind_and_a_json_object,

@@ -86,7 +86,7 @@ impl FreshLedger {
     fn new() -> FreshLedger {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("ledger.db");
-        drop(Ledger::open(&path).expect("create a ledger"));
+        drop(Ledger::init(&path).expect("create a ledger"));
         let conn = rusqlite::Connection::open(&path).expect("open the ledger file");
         FreshLedger { _dir: dir, conn }
     }

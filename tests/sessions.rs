@@ -136,9 +136,9 @@ fn an_ended_session_stays_as_a_tombstone(engine: Engine) -> TestResult {
     f.build("root > a");
     f.raise("a", Some(Taint::Secret), false);
     let ended = f.ledger.end("a", "test")?;
-    assert!(ended.ended_at.is_some());
+    assert!(ended.session.ended_at.is_some());
     let again = f.ledger.session("a")?.expect("still recorded");
-    assert_eq!(again.ended_at, ended.ended_at);
+    assert_eq!(again.ended_at, ended.session.ended_at);
     assert_eq!(f.ledger.state("a")?.taint, Taint::Secret);
     assert_eq!(f.ledger.children("root")?.len(), 1);
     assert!(matches!(
@@ -207,7 +207,10 @@ fn refusals(f: &Fixture) -> Vec<(Option<String>, String)> {
 fn the_depth_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes(
     engine: Engine,
 ) -> TestResult {
-    let f = fixture!(engine, Config::default().max_depth(2));
+    let f = fixture!(
+        engine,
+        Config::default().create_if_missing(true).max_depth(2)
+    );
     f.build("root > a; a > b");
     let sessions = f.count("sessions");
     let err = f
@@ -230,7 +233,12 @@ fn the_depth_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_
 fn the_live_children_bound_refuses_with_its_own_error_and_an_audit_row_and_nothing_else_changes(
     engine: Engine,
 ) -> TestResult {
-    let f = fixture!(engine, Config::default().max_live_children(2));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .max_live_children(2)
+    );
     f.build("root > a b");
     let sessions = f.count("sessions");
     let err = f
@@ -260,6 +268,7 @@ fn the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_p
     let f = fixture!(
         engine,
         Config::default()
+            .create_if_missing(true)
             .creation_rate(3, Duration::from_secs(60))
             .clock(clock.clone()),
     );
@@ -296,7 +305,12 @@ fn the_rate_bound_refuses_with_its_own_error_and_an_audit_row_until_the_window_p
 }
 
 fn a_refused_create_is_audited_with_its_actor_and_creator(engine: Engine) -> TestResult {
-    let f = fixture!(engine, Config::default().max_live_children(0));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .max_live_children(0)
+    );
     f.ledger.create_root("root", "test")?;
     f.ledger
         .create_child("c", "root", "mallory")
@@ -476,7 +490,10 @@ fn ending_a_session_ends_its_spawned_sub_agents_but_not_its_created_children(
 fn a_refused_create_by_an_unseen_spawned_creator_records_only_the_refusal(
     engine: Engine,
 ) -> TestResult {
-    let f = fixture!(engine, Config::default().max_depth(1));
+    let f = fixture!(
+        engine,
+        Config::default().create_if_missing(true).max_depth(1)
+    );
     f.ledger.create_root("r", "test")?;
     let before = f.count("sessions");
     let err = f
@@ -505,7 +522,12 @@ fn a_clock_that_steps_back_still_lets_a_session_end_and_the_trail_keeps_its_orde
     engine: Engine,
 ) -> TestResult {
     let clock = Arc::new(ManualClock::new("2026-01-01T00:00:10.000Z".parse()?));
-    let f = fixture!(engine, Config::default().clock(clock.clone()));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .clock(clock.clone())
+    );
     f.ledger.create_root("conductor", "op")?;
     f.ledger
         .grant("conductor", session_ledger::PostureLevel::Trust, "op")?;
@@ -515,8 +537,8 @@ fn a_clock_that_steps_back_still_lets_a_session_end_and_the_trail_keeps_its_orde
     // child were recorded "in the future".
     clock.advance(TimeDelta::seconds(-5));
     let ended = f.ledger.end("worker", "op")?;
-    let ended_at = ended.ended_at.expect("ended");
-    assert!(ended_at >= ended.created_at, "{ended:?}");
+    let ended_at = ended.session.ended_at.expect("ended");
+    assert!(ended_at >= ended.session.created_at, "{ended:?}");
     for id in ["worker", "sub-worker-1"] {
         assert!(!f.ledger.state(id)?.trust, "{id} kept its trust");
     }

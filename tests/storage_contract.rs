@@ -1029,7 +1029,12 @@ fn the_hash_input_given_in_the_contract_is_what_the_library_hashes_and_stores(
     let (example, sql) = chain_example();
     assert_eq!(example.len(), 3, "{DOC}: the chain example has three rows");
     let clock = Arc::new(ManualClock::new(T.parse()?));
-    let f = fixture!(engine, Config::default().clock(clock.clone()));
+    let f = fixture!(
+        engine,
+        Config::default()
+            .create_if_missing(true)
+            .clock(clock.clone())
+    );
     f.ledger.create_root("conductor", "alice")?;
     clock.advance(chrono::TimeDelta::milliseconds(1_500));
     f.ledger.start_epoch("dashboard")?;
@@ -1118,7 +1123,7 @@ fn writers_in_several_processes_append_to_one_chain_in_one_order(engine: Engine)
     if let Ok(target) = std::env::var("SESSION_LEDGER_CONTRACT_WRITER") {
         // A writer process: its own ledger handle on the shared file or database.
         let writer = std::env::var("SESSION_LEDGER_CONTRACT_WRITER_NAME")?;
-        let ledger = Ledger::open(&target)?;
+        let ledger = Ledger::init(&target)?;
         for i in 0..WRITES_PER_WRITER {
             let id = format!("{writer}-{i}");
             ledger.create_root(&id, &writer)?;
@@ -1202,7 +1207,9 @@ fn a_read_transaction_sees_one_state_while_the_library_commits_beside_it(
     // A writer blocked by the reader would give up after this, and the test fail.
     let f = fixture!(
         engine,
-        Config::default().busy_timeout(Duration::from_secs(2))
+        Config::default()
+            .create_if_missing(true)
+            .busy_timeout(Duration::from_secs(2))
     );
     f.build("root > a");
     const STATE: &str = "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM postures),
@@ -1576,7 +1583,7 @@ mod postgres_only {
         let trail = "SELECT seq, at, actor, kind, session_id, detail, prev_hash, hash
                        FROM audit ORDER BY seq";
         let before = place.query(trail);
-        let ledger = Ledger::open(place.url())?;
+        let ledger = Ledger::init(place.url())?;
         let version = place.query("SELECT max(version) FROM refinery_schema_history");
         assert_eq!(version[0][0], Some(newest_postgres_version().to_string()));
         assert_eq!(place.query(trail), before, "the upgrade changed the trail");
@@ -1606,7 +1613,9 @@ mod postgres_only {
     #[test]
     fn a_writer_of_one_ledger_never_waits_for_a_writer_of_another_in_the_same_database(
     ) -> TestResult {
-        let config = Config::default().busy_timeout(Duration::from_secs(1));
+        let config = Config::default()
+            .create_if_missing(true)
+            .busy_timeout(Duration::from_secs(1));
         let held = fixture!(Engine::Postgres, config.clone());
         let Some(other) = Place::new() else {
             return Ok(());
@@ -1635,7 +1644,7 @@ mod postgres_only {
         let Some(place) = version_1_ledger_with_a_root_created_at(T) else {
             return Ok(());
         };
-        let ledger = Ledger::open(place.url())?;
+        let ledger = Ledger::init(place.url())?;
         assert_eq!(
             ledger.session("root")?.map(|s| s.id),
             Some("root".to_owned())
@@ -1659,7 +1668,7 @@ mod postgres_only {
             return Ok(());
         };
         let before = place.dump();
-        let refused = Ledger::open(place.url());
+        let refused = Ledger::init(place.url());
         let Err(e) = &refused else {
             panic!("a ledger with an infinite time was opened: {refused:?}");
         };
@@ -1799,7 +1808,7 @@ fn version_9_ledger(path: &Path) -> rusqlite::Result<Connection> {
 /// A fresh ledger, created by the library and read with a plain connection.
 fn fresh_ledger(dir: &Path) -> Connection {
     let path = dir.join("fresh.db");
-    drop(Ledger::open(&path).expect("create a ledger"));
+    drop(Ledger::init(&path).expect("create a ledger"));
     raw(&path)
 }
 
@@ -1914,7 +1923,7 @@ fn a_version_8_ledger_upgrades_to_triggers_that_name_their_items_and_keeps_every
     };
     let before = rows(&old);
     assert!(before.iter().any(|r| r.starts_with("audit:")));
-    let ledger = Ledger::open(&old)?;
+    let ledger = Ledger::init(&old)?;
     assert!(ledger.verify(None)?.ok);
     drop(ledger);
     // Version 10 adds one kind, and no other row.
@@ -1924,6 +1933,26 @@ fn a_version_8_ledger_upgrades_to_triggers_that_name_their_items_and_keeps_every
          detail: {\\\"origin\\\", \\\"size\\\", \\\"root\\\", \\\"key\\\"}\")]"
             .to_owned(),
     );
+    // Version 11 says in two kinds' meanings that a revocation writes them too.
+    for (kind, said) in [
+        ("pattern.remove", "detail: {\\\"pattern\\\"}"),
+        (
+            "scope.revoke",
+            "detail: {\\\"scope\\\", \\\"expires_at\\\"}",
+        ),
+    ] {
+        let row = expected
+            .iter_mut()
+            .find(|r| r.starts_with(&format!("audit_kinds: [Text(\"{kind}\")")))
+            .expect("the kind is there before the upgrade");
+        *row = row.replace(
+            said,
+            &format!(
+                "{said}, and when a posture revocation reached it, {{\\\"propagation\\\", \
+                 \\\"revocation\\\", \\\"root\\\"}}"
+            ),
+        );
+    }
     expected.sort();
     assert_eq!(rows(&old), expected, "the upgrade changed rows");
     let conn = raw(&old);

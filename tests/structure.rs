@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "labels",
             "postures",
             "grants",
+            "authority",
             "decisions",
             "audit",
             "copy",

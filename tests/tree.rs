@@ -90,8 +90,7 @@ fn a_tree_after_a_cascade_shows_no_posture_below_the_revoked_session(engine: Eng
     f.ledger.create_root("c", "op")?;
     f.ledger.grant("c", PostureLevel::Trust, "op")?;
     f.build("c > w; w > x");
-    f.ledger
-        .revoke("w", Propagation::Cascade { token: None }, "op")?;
+    f.ledger.revoke("w", Propagation::CascadeUnchecked, "op")?;
     let trusted: Vec<_> = f
         .ledger
         .tree("c")?

@@ -206,7 +206,7 @@ impl Place {
         match &self.at {
             At::File { path, .. } => copy_ledger(template, path),
             At::Schema { .. } => {
-                let source = Ledger::open(template).expect("open the template");
+                let source = Ledger::init(template).expect("open the template");
                 let target = self.open();
                 source
                     .copy_into(&target)
@@ -240,7 +240,7 @@ impl Place {
 
     /// A handle with the default `Config`, as a dashboard opens it: the handle benches measure.
     pub fn open(&self) -> Ledger {
-        Ledger::open(self.location()).expect("open the measured handle")
+        Ledger::init(self.location()).expect("open the measured handle")
     }
 
     /// A handle with `config`.

@@ -38,6 +38,7 @@ pub const ACTOR: &str = "bench";
 /// calls a bench measures, unless the bench says so.
 pub fn builder_config() -> Config {
     Config::default()
+        .create_if_missing(true)
         .synchronous(Synchronous::Normal)
         .max_depth(u32::MAX)
         .max_live_children(u32::MAX)
@@ -199,7 +200,7 @@ impl<'a> TrustedCreators<'a> {
             builder,
             place,
             conductor,
-            per_creator: Config::default().max_live_children as usize,
+            per_creator: Config::default().create_if_missing(true).max_live_children as usize,
             made: 0,
             creator: String::new(),
         }

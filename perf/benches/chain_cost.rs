@@ -57,8 +57,8 @@ fn head(conn: &Connection) -> rusqlite::Result<(i64, String)> {
 fn build(work: &Path, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     support::cascade_template(&template(work), n);
     support::copy_ledger(&template(work), &reference(work));
-    let ledger = Ledger::open(reference(work))?;
-    let revoked = ledger.revoke("root", Propagation::Cascade { token: None }, support::ACTOR)?;
+    let ledger = Ledger::init(reference(work))?;
+    let revoked = ledger.revoke("root", Propagation::CascadeUnchecked, support::ACTOR)?;
     assert!(ledger.verify(None)?.ok, "the reference's chain verifies");
     drop(ledger);
     support::checkpoint(&reference(work));
@@ -124,10 +124,9 @@ fn measure(side: &str, work: &Path) -> Result<(), Box<dyn std::error::Error>> {
     support::copy_ledger(&template(work), &db);
     let (count, elapsed) = match side {
         "ledger" => {
-            let ledger = Ledger::open(&db)?;
+            let ledger = Ledger::init(&db)?;
             let started = Instant::now();
-            let revoked =
-                ledger.revoke("root", Propagation::Cascade { token: None }, support::ACTOR)?;
+            let revoked = ledger.revoke("root", Propagation::CascadeUnchecked, support::ACTOR)?;
             let elapsed = started.elapsed();
             assert!(
                 ledger.verify(None)?.ok,

@@ -222,6 +222,7 @@ fn interleave(
 
 fn ledger_config() -> Config {
     Config::default()
+        .create_if_missing(true)
         .max_live_children(u32::MAX)
         .creation_rate(u32::MAX, Duration::from_secs(1))
 }
@@ -954,7 +955,7 @@ fn cascades(sizes: &Sizes, dir: &Path, bounds: &mut Bounds) -> Vec<Pair> {
                         let ledger = Ledger::open_with(&copy, ledger_config()).expect("open");
                         let t = Instant::now();
                         let r = ledger
-                            .revoke("root", Propagation::Cascade { token: None }, "bench")
+                            .revoke("root", Propagation::CascadeUnchecked, "bench")
                             .expect("cascade");
                         let e = t.elapsed();
                         assert_eq!(r.count, n);

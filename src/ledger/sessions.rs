@@ -4,7 +4,9 @@
 use crate::error::Result;
 use crate::labels::{self, Raise, RaiseOutcome, SessionState};
 use crate::model::{validate_actor, validate_new_id, Id, Session};
-use crate::sessions::{self, Bounds, CreateOutcome, Created, TreeEntry, TreeLevel, TreeNode};
+use crate::sessions::{
+    self, Bounds, CreateOutcome, Created, Ended, TreeEntry, TreeLevel, TreeNode,
+};
 use crate::storage::TreeTop;
 
 use super::Ledger;
@@ -57,7 +59,7 @@ impl Ledger {
     /// # fn main() -> Result<(), session_ledger::Error> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use session_ledger::{Ledger, Raise, Taint};
-    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
     /// ledger.create_root("conductor", "alice")?;
     /// ledger.raise("conductor", Raise { taint: Some(Taint::Secret), untrusted: false }, "alice")?;
     /// ledger.create_child("worker", "conductor", "alice")?;
@@ -111,12 +113,13 @@ impl Ledger {
     }
 
     /// Ends a live session and its spawned sub-agents (created children stay live), each a
-    /// tombstone from then on, with a `session.end` row each.
+    /// tombstone from then on, with a `session.end` row each. The outcome names the sub-agents
+    /// that ended with it.
     ///
     /// # Errors
     ///
     /// `InvalidId`, `InvalidActor`, `UnknownSession`, `SessionEnded`. Nothing is written.
-    pub fn end(&self, id: &str, actor: &str) -> Result<Session> {
+    pub fn end(&self, id: &str, actor: &str) -> Result<Ended> {
         let id = Id::parse(id)?;
         validate_actor(actor)?;
         self.write(|tx, now| sessions::end(tx, id, actor, now))
@@ -171,7 +174,8 @@ impl Ledger {
 
     /// The subtree of `id` for a tree view: each session depth-first, children oldest first,
     /// with its label (stored, or the one its first read would give it), whether it is
-    /// materialized, and its posture. One snapshot, one walk of the subtree, nothing written
+    /// materialized, its posture, and how many live scopes and command patterns approve for it.
+    /// One snapshot, one walk of the subtree, nothing written
     /// (the crate docs have an example).
     ///
     /// # Errors
@@ -179,8 +183,9 @@ impl Ledger {
     /// `InvalidId`; `UnknownSession` when `id` is not recorded.
     pub fn tree(&self, id: &str) -> Result<Vec<TreeNode>> {
         let id = Id::parse(id)?;
+        let now = self.wall_clock();
         self.storage
-            .snapshot(|r| sessions::tree(r, TreeTop::Session(id)))
+            .snapshot(|r| sessions::tree(r, TreeTop::Session(id), now))
     }
 
     /// Every session as a forest, as [`Ledger::tree`] gives one subtree: each root's subtree in
@@ -190,14 +195,17 @@ impl Ledger {
     ///
     /// [`Error::Storage`](crate::Error::Storage).
     pub fn forest(&self) -> Result<Vec<TreeNode>> {
-        self.storage.snapshot(|r| sessions::tree(r, TreeTop::Roots))
+        let now = self.wall_clock();
+        self.storage
+            .snapshot(|r| sessions::tree(r, TreeTop::Roots, now))
     }
 
     /// One page of one level of the dispatch tree, for a view that opens the tree a level at a
     /// time: the roots (`parent` `None`) or the sessions `parent` created or spawned, oldest
     /// first, after the session `after` of that level (the `next` of the page before), at most
     /// `limit` of them. Each comes with its label (stored, or the one its first read would give
-    /// it: `materialized` says which), its posture and whether it has children. It costs what
+    /// it: `materialized` says which), its posture, its live scopes and patterns, and whether it
+    /// has children. It costs what
     /// the page shows, however large the level or the ledger; one snapshot, nothing written.
     /// An `after` that is not a session of that level gives an empty page.
     ///
@@ -209,7 +217,7 @@ impl Ledger {
     /// # fn main() -> Result<(), session_ledger::Error> {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use session_ledger::{Ledger, PostureLevel};
-    /// let ledger = Ledger::open(dir.path().join("ledger.db"))?;
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
     /// ledger.create_root("conductor", "alice")?;
     /// ledger.grant("conductor", PostureLevel::Trust, "alice")?;
     /// for worker in ["w1", "w2", "w3"] {
@@ -231,7 +239,8 @@ impl Ledger {
     ) -> Result<TreeLevel> {
         let parent = parent.map(Id::parse).transpose()?;
         let after = after.map(Id::parse).transpose()?;
+        let now = self.wall_clock();
         self.storage
-            .snapshot(|r| sessions::level(r, parent, after, limit))
+            .snapshot(|r| sessions::level(r, parent, after, limit, now))
     }
 }

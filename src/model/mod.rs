@@ -1,5 +1,5 @@
 //! The values that the concept modules and the storage engines hand each other: session ids,
-//! sessions, labels, postures, scopes, audit rows, and the file check's report.
+//! sessions, labels, postures, scopes, standing grants, audit rows, and the file check's report.
 //!
 //! Plain data, with the arithmetic of its own kind (a label's join, whether a posture counts
 //! now, the form of a spawned id) and the words each enum is stored as. It owns no rule that
@@ -13,6 +13,7 @@ mod label;
 mod posture;
 mod scope;
 mod session;
+mod standing;
 
 pub use audit::{AuditEntry, AuditHead, AuditKind, GENESIS_HASH};
 pub use check::{BrokenReference, CheckReport};
@@ -24,3 +25,4 @@ pub use label::{Label, Materialized, Taint};
 pub use posture::{Posture, PostureLevel, PostureSource};
 pub use scope::Scope;
 pub use session::{Origin, Session};
+pub use standing::{Grant, StandingGrant};

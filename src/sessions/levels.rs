@@ -4,7 +4,9 @@
 
 use serde::Serialize;
 
-use super::require;
+use chrono::{DateTime, Utc};
+
+use super::{grant_marks, require};
 use crate::error::{Corruption, Result};
 use crate::model::{Id, Posture, PostureLevel, Session, Taint};
 use crate::storage::{LevelPage, Read};
@@ -41,6 +43,10 @@ pub struct LevelNode {
     pub trust_reads: bool,
     /// Its posture row, current or not (`current` says which), with its source.
     pub posture: Option<Posture>,
+    /// How many override scopes of its approve every command now (0 for an ended session).
+    pub live_scopes: u32,
+    /// How many command patterns of its approve the lines they admit (0 for an ended session).
+    pub patterns: u32,
     /// Whether it created or spawned a session the ledger has recorded.
     pub has_children: bool,
 }
@@ -48,13 +54,15 @@ pub struct LevelNode {
 /// One page of one level: the roots, or the children of `parent`, after the session `after`
 /// of that level, at most `limit` of them. Reads the page (and one row more, to know whether
 /// the level goes on), and for a parent that is not materialized, the walk up to its nearest
-/// materialized ancestor, whose label its unmaterialized children show. Writes nothing. Run it
+/// materialized ancestor, whose label its unmaterialized children show; and each session's
+/// grants that approve at `now`. Writes nothing. Run it
 /// inside one read transaction.
 pub(crate) fn level(
     r: &mut dyn Read,
     parent: Option<Id<'_>>,
     after: Option<Id<'_>>,
     limit: u32,
+    now: DateTime<Utc>,
 ) -> Result<TreeLevel> {
     let shown = match parent {
         Some(parent) => {
@@ -67,6 +75,7 @@ pub(crate) fn level(
         parent,
         after,
         limit: limit.saturating_add(1),
+        now,
     };
     let mut rows = r.level(page)?;
     let more = rows.len() > limit as usize;
@@ -80,7 +89,10 @@ pub(crate) fn level(
         })?;
         let live = row.session.is_live();
         let counts = |level| Posture::admits(row.posture.as_ref(), live, level);
+        let (live_scopes, patterns) = grant_marks(&row);
         nodes.push(LevelNode {
+            live_scopes,
+            patterns,
             trust: counts(PostureLevel::Trust),
             trust_reads: counts(PostureLevel::TrustReads),
             taint: label.taint,

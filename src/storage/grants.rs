@@ -5,7 +5,8 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::Result;
-use crate::model::{Id, Scope};
+use crate::model::{Id, Scope, StandingGrant};
+use crate::storage::Reach;
 
 /// A command pattern as stored.
 pub(crate) struct PatternRow {
@@ -24,6 +25,12 @@ pub(crate) trait GrantReads {
 
     /// The scope on `id` that is live at `now` and lasts longest (then by name).
     fn live_scope(&mut self, id: Id<'_>, now: DateTime<Utc>) -> Result<Option<Scope>>;
+
+    /// The standing grants of the live sessions `reach` names: each scope live at `now` and
+    /// each command pattern, in any order. For one session or a subtree, costs the sessions
+    /// reached and their own grant rows; for the whole ledger, the scopes not revoked and
+    /// every pattern.
+    fn standing(&mut self, reach: Reach<'_>, now: DateTime<Utc>) -> Result<Vec<StandingGrant>>;
 }
 
 /// Writes of grants.
@@ -59,4 +66,17 @@ pub(crate) trait GrantWrites {
         actor: &str,
         at: DateTime<Utc>,
     ) -> Result<Option<DateTime<Utc>>>;
+
+    /// Revokes, as `actor` at `at`, every scope live at `at` on the live sessions `reach`
+    /// names, in one statement. Returns them as they stood, in any order.
+    fn revoke_scopes_in(
+        &mut self,
+        reach: Reach<'_>,
+        actor: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<StandingGrant>>;
+
+    /// Removes every command pattern of the live sessions `reach` names, in one statement.
+    /// Returns them, in any order.
+    fn remove_patterns_in(&mut self, reach: Reach<'_>) -> Result<Vec<StandingGrant>>;
 }

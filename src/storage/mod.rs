@@ -33,7 +33,7 @@ pub(crate) use audit::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditR
 pub(crate) use grants::{GrantReads, GrantWrites, PatternRow};
 pub(crate) use labels::{InheritedLabel, LabelReads, LabelWrites, StateRow, StoredLabel};
 pub(crate) use postures::{
-    DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Revoke, SubtreePosture,
+    DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Reach, SubtreePosture,
 };
 pub(crate) use sessions::{
     CreationCounts, CreationFacts, LevelPage, LevelReads, LevelRow, NewSession, SessionReads,

@@ -40,14 +40,15 @@ pub(crate) struct DecisionFacts {
     pub(crate) live_scope: Option<Scope>,
 }
 
-/// Which postures a revocation removes.
+/// Which sessions a revocation reaches: whose postures it removes, and whose grants it reads
+/// or revokes with them.
 #[derive(Clone, Copy)]
-pub(crate) enum Revoke<'a> {
-    /// This session's alone.
+pub(crate) enum Reach<'a> {
+    /// This session alone.
     One(Id<'a>),
-    /// This session's and every descendant's, created or spawned, at any depth.
+    /// This session and every descendant, created or spawned, at any depth.
     Subtree(Id<'a>),
-    /// Every posture in the ledger.
+    /// Every session in the ledger.
     All,
 }
 
@@ -124,7 +125,7 @@ pub(crate) trait PostureWrites {
 
     /// Removes the postures `which` names, in one statement. Returns what it removed, by depth
     /// then id.
-    fn revoke_postures(&mut self, which: Revoke<'_>) -> Result<Vec<HeldPosture>>;
+    fn revoke_postures(&mut self, which: Reach<'_>) -> Result<Vec<HeldPosture>>;
 
     /// Starts the next epoch; with `carry`, moves the previous epoch's postures into it.
     fn start_epoch(&mut self, actor: &str, carry: bool, at: DateTime<Utc>) -> Result<NewEpoch>;

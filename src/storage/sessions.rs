@@ -47,12 +47,16 @@ pub(crate) enum TreeTop<'a> {
     Roots,
 }
 
-/// One session of a tree view: the session, its stored label if it is materialized, and its
-/// posture row, current or not.
+/// One session of a tree view: the session, its stored label if it is materialized, its
+/// posture row, current or not, and how many standing grants it holds.
 pub(crate) struct TreeRow {
     pub(crate) session: Session,
     pub(crate) label: Option<Label>,
     pub(crate) posture: Option<Posture>,
+    /// Its override scopes live at the view's time.
+    pub(crate) live_scopes: u32,
+    /// Its command patterns.
+    pub(crate) patterns: u32,
 }
 
 /// Reads of sessions and lineage. Each costs what its answer holds, never what the ledger
@@ -72,9 +76,9 @@ pub(crate) trait SessionReads {
     /// empty for an unknown id.
     fn subtree(&mut self, id: Id<'_>) -> Result<Vec<Session>>;
 
-    /// The sessions of a tree view with their labels and postures, in the order recorded, in
-    /// one statement.
-    fn tree(&mut self, top: TreeTop<'_>) -> Result<Vec<TreeRow>>;
+    /// The sessions of a tree view with their labels, postures and counts of scopes live at
+    /// `now` and of patterns, in the order recorded, in one statement.
+    fn tree(&mut self, top: TreeTop<'_>, now: DateTime<Utc>) -> Result<Vec<TreeRow>>;
 
     /// What a create of `child` by `creator` checks, in one read where the engine can: the
     /// creator's row, whether `child` is taken, how many live created children `creator` has
@@ -112,6 +116,8 @@ pub(crate) struct LevelPage<'a> {
     pub(crate) after: Option<Id<'a>>,
     /// At most this many sessions.
     pub(crate) limit: u32,
+    /// The time at which a scope counts as live.
+    pub(crate) now: DateTime<Utc>,
 }
 
 /// One session of a level's page: its row as a tree view has it, and whether it has children.

@@ -62,7 +62,10 @@ macro_rules! engine_tests {
 #[macro_export]
 macro_rules! fixture {
     ($engine:expr) => {
-        fixture!($engine, session_ledger::Config::default())
+        fixture!(
+            $engine,
+            session_ledger::Config::default().create_if_missing(true)
+        )
     };
     ($engine:expr, $config:expr $(,)?) => {
         match common::Fixture::on($engine, $config) {
@@ -252,7 +255,7 @@ impl std::ops::Deref for Fixture {
 impl Fixture {
     /// A fresh SQLite ledger, for the suites about the SQLite file itself.
     pub fn new() -> Fixture {
-        Fixture::with(Config::default())
+        Fixture::with(Config::default().create_if_missing(true))
     }
 
     /// [`Fixture::new`] with `config`.

@@ -199,6 +199,12 @@ pub enum LedgerCommand {
         /// The session's id.
         id: String,
     },
+    /// Everything that may approve a session's commands now: its posture, live scopes and
+    /// patterns, and what it holds that approves nothing.
+    Authority {
+        /// The session's id.
+        id: String,
+    },
     /// Check the whole ledger: that every row can be read (SQLite's integrity_check; on
     /// PostgreSQL, every table read whole) and that every reference resolves; exit 0 only when
     /// both pass. Reads everything, so it takes as long as the ledger is large.
@@ -235,12 +241,16 @@ pub enum LedgerCommand {
         /// Apply the cascade only if nothing changed since the preview that printed this token.
         #[arg(long, value_name = "TOKEN")]
         token: Option<String>,
+        #[command(flatten)]
+        also: AlsoRevokeArgs,
         /// Who is doing this.
         #[arg(long, value_name = "NAME")]
         actor: Option<String>,
     },
-    /// Clear every session's posture.
+    /// Clear every session's posture; lists the scopes and patterns that still approve.
     RevokeAll {
+        #[command(flatten)]
+        also: AlsoRevokeArgs,
         /// Who is doing this.
         #[arg(long, value_name = "NAME")]
         actor: Option<String>,
@@ -496,4 +506,16 @@ pub fn one_line(rendered: &str) -> String {
         .collect();
     let joined = text.join(" ");
     joined.strip_prefix("error: ").unwrap_or(&joined).to_owned()
+}
+
+/// What a revocation takes besides postures: the grants that approve on their own and follow
+/// no delegation, which a posture revocation otherwise leaves standing.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct AlsoRevokeArgs {
+    /// Also revoke the live override scopes of the live sessions it reaches.
+    #[arg(long)]
+    pub scopes: bool,
+    /// Also remove the command patterns of the live sessions it reaches.
+    #[arg(long)]
+    pub patterns: bool,
 }

@@ -90,12 +90,15 @@ pub fn open_creating(path: &Path) -> Result<Ledger, CliError> {
             exists: folder.exists(),
         });
     }
-    Ok(Ledger::open_with(path, cli_config())?)
+    Ok(Ledger::open_with(
+        path,
+        cli_config().create_if_missing(true),
+    )?)
 }
 
 /// Opens the ledger for a command that writes.
 pub fn open_existing(path: &Path) -> Result<Ledger, Error> {
-    Ledger::open_with(path, cli_config().create_if_missing(false))
+    Ledger::open_with(path, cli_config())
 }
 
 /// Opens the ledger for a command that only reads (`state`, `tree`, `audit`, `verify`,

@@ -169,6 +169,7 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         }
         LedgerCommand::Check => audit::check(ctx),
         LedgerCommand::Explain { id } => authority::explain(ctx, id),
+        LedgerCommand::Authority { id } => authority::authority(ctx, id),
         LedgerCommand::Trust {
             id, full, actor, ..
         } => authority::trust(ctx, id, *full, actor),
@@ -177,10 +178,11 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             cascade,
             local,
             token,
+            also,
             actor,
             ..
-        } => authority::revoke(ctx, id, *cascade, *local, token, actor),
-        LedgerCommand::RevokeAll { actor } => authority::revoke_all(ctx, actor),
+        } => authority::revoke(ctx, id, *cascade, *local, token, *also, actor),
+        LedgerCommand::RevokeAll { also, actor } => authority::revoke_all(ctx, *also, actor),
         LedgerCommand::Pattern(command) => authority::pattern(ctx, command),
         LedgerCommand::Scope(command) => authority::scope(ctx, command),
         LedgerCommand::Decide {

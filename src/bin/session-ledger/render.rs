@@ -11,9 +11,9 @@ use std::io::Write;
 
 use serde_json::json;
 use session_ledger::{
-    AuditEntry, AuditHead, CheckReport, CheckpointVerification, CommandPattern, Copied, Created,
-    Decision, EpochStart, Explanation, PatternTest, Posture, RaiseOutcome, ReceiptCheck,
-    RecordedCheckpoint, Revocation, Scope, Session, SessionState, SignedCheckpoint, TreeNode,
+    AuditEntry, AuditHead, Authority, CheckReport, CheckpointVerification, CommandPattern, Copied,
+    Created, Decision, Ended, EpochStart, Explanation, PatternTest, Posture, RaiseOutcome,
+    ReceiptCheck, RecordedCheckpoint, Revocation, Scope, SessionState, SignedCheckpoint, TreeNode,
     Verification,
 };
 
@@ -44,7 +44,7 @@ pub enum Report {
     /// `raise`.
     Raised(RaiseOutcome),
     /// `end`.
-    Ended(Session),
+    Ended(Ended),
     /// `tree`.
     Tree(Vec<TreeNode>),
     /// `audit head`.
@@ -61,6 +61,8 @@ pub enum Report {
     },
     /// `explain`.
     Explained(Box<Explanation>),
+    /// `authority`.
+    Authority(Authority),
     /// `check`.
     Checked(CheckReport),
     /// `trust`.
@@ -196,7 +198,7 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::Created(created) => sessions::print_created(out, json, created),
         Report::State(state) => emit(out, json, state, || describe_state(state)),
         Report::Raised(outcome) => emit(out, json, outcome, || outcome.to_string()),
-        Report::Ended(session) => sessions::print_session(out, json, session, "ended", ""),
+        Report::Ended(ended) => sessions::print_ended(out, json, ended),
         Report::Tree(nodes) => listing(out, format, nodes, |out| sessions::print_tree(out, nodes)),
         Report::Head(head) => emit(out, json, head, || head.to_string()),
         Report::Copied {
@@ -218,6 +220,8 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         }),
         Report::Explained(e) if json => json_line(out, e),
         Report::Explained(e) => audit::print_explanation(out, e),
+        Report::Authority(a) if json => json_line(out, a),
+        Report::Authority(a) => authority::print_authority(out, a),
         Report::Checked(check) => emit(out, json, check, || audit::describe_check(check)),
         Report::Granted { id, posture } => emit(out, json, posture, || {
             format!(

@@ -102,8 +102,24 @@ pub(super) fn int(n: u32) -> i32 {
 /// A time as the library passes it: the type the server's `timestamptz` maps to.
 pub(super) type Time = DateTime<Utc>;
 
+/// How many scopes live at `$now` and command patterns the session `s` holds, as
+/// `live_scopes` and `patterns`: each a range of its table's primary key.
+macro_rules! grant_marks {
+    ($now:literal) => {
+        concat!(
+            "(SELECT count(*) FROM override_scopes AS o
+               WHERE o.session_id = s.id AND o.revoked_at IS NULL AND o.expires_at > ",
+            $now,
+            ") AS live_scopes,
+             (SELECT count(*) FROM command_patterns AS c WHERE c.session_id = s.id) AS patterns"
+        )
+    };
+}
+pub(super) use grant_marks;
+
 /// A row of the tree: a session by the [`session_columns!`], its stored label as `taint` and
-/// `untrusted` (both null when it has none), and its posture by the [`posture_columns!`].
+/// `untrusted` (both null when it has none), its posture by the [`posture_columns!`], and its
+/// [`grant_marks!`].
 pub(super) fn tree_row_of(row: &Row) -> Result<TreeRow> {
     let session = session_of(row)?;
     let stored: Option<String> = row.try_get("taint")?;
@@ -117,6 +133,13 @@ pub(super) fn tree_row_of(row: &Row) -> Result<TreeRow> {
     Ok(TreeRow {
         label,
         posture: posture_of(row)?,
+        live_scopes: count_of(&session.id, row.try_get("live_scopes")?)?,
+        patterns: count_of(&session.id, row.try_get("patterns")?)?,
         session,
     })
+}
+
+/// A count a statement made.
+fn count_of(id: &str, n: i64) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Corruption::new(format!("{id:?}: a count of {n}")).into())
 }

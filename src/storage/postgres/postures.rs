@@ -12,7 +12,7 @@ use super::{Conn, Tx};
 use crate::error::{Corruption, Result};
 use crate::model::{Id, Posture, PostureLevel, PostureSource, Scope};
 use crate::storage::{
-    DecisionFacts, HeldPosture, NewEpoch, PatternRow, PostureReads, PostureWrites, Revoke,
+    DecisionFacts, HeldPosture, NewEpoch, PatternRow, PostureReads, PostureWrites, Reach,
     SubtreePosture,
 };
 
@@ -288,11 +288,11 @@ impl PostureWrites for Tx<'_> {
         Ok(())
     }
 
-    fn revoke_postures(&mut self, which: Revoke<'_>) -> Result<Vec<HeldPosture>> {
+    fn revoke_postures(&mut self, which: Reach<'_>) -> Result<Vec<HeldPosture>> {
         let rows = match which {
-            Revoke::One(id) => self.read.rows(REVOKE_ONE, &[&id.as_str()])?,
-            Revoke::Subtree(id) => self.read.rows(REVOKE_SUBTREE, &[&id.as_str()])?,
-            Revoke::All => self.read.rows(REVOKE_ALL, &[])?,
+            Reach::One(id) => self.read.rows(REVOKE_ONE, &[&id.as_str()])?,
+            Reach::Subtree(id) => self.read.rows(REVOKE_SUBTREE, &[&id.as_str()])?,
+            Reach::All => self.read.rows(REVOKE_ALL, &[])?,
         };
         held(&rows)
     }

@@ -3,7 +3,7 @@
 //! The bounds on creating and the recording of spawned ids are the sessions concept's.
 
 use super::columns::{
-    depth, int, level, posture_columns, session_columns, session_of, tree_row_of, Time,
+    depth, grant_marks, int, level, posture_columns, session_columns, session_of, tree_row_of, Time,
 };
 use super::writes::Held;
 use super::{Conn, Tx};
@@ -71,15 +71,17 @@ pub(super) const SUBTREE: &str = concat!(
 );
 
 /// A tree view's columns after the [`subtree_walk!`]: the session, its label and its posture
-/// row, joined as `$joins` says, in the order recorded.
+/// row, joined as `$joins` says, and its grant marks at `$now`, in the order recorded.
 macro_rules! tree_view {
-    ($anchor:literal, $joins:literal) => {
+    ($anchor:literal, $now:literal, $joins:literal) => {
         concat!(
             subtree_walk!($anchor),
             "SELECT ",
             session_columns!(),
             ", l.taint, l.untrusted, ",
             posture_columns!(),
+            ", ",
+            grant_marks!($now),
             "  FROM subtree AS s ",
             $joins,
             " ORDER BY s.seq"
@@ -96,6 +98,7 @@ macro_rules! tree_view {
 /// and posture of a 100,000-session ledger.
 pub(super) const TREE: &str = tree_view!(
     "id = $1",
+    "$2",
     "LEFT JOIN LATERAL (SELECT * FROM labels WHERE session_id = s.id OFFSET 0) AS l ON true
      LEFT JOIN LATERAL (SELECT * FROM postures WHERE session_id = s.id OFFSET 0) AS p ON true"
 );
@@ -104,6 +107,7 @@ pub(super) const TREE: &str = tree_view!(
 /// row of the three tables, so the planner may hash them.
 pub(super) const FOREST: &str = tree_view!(
     "created_by IS NULL",
+    "$1",
     "LEFT JOIN labels AS l ON l.session_id = s.id
      LEFT JOIN postures AS p ON p.session_id = s.id"
 );
@@ -156,10 +160,10 @@ impl SessionReads for Conn<'_> {
         sessions(self, SUBTREE, id)
     }
 
-    fn tree(&mut self, top: TreeTop<'_>) -> Result<Vec<TreeRow>> {
+    fn tree(&mut self, top: TreeTop<'_>, now: Time) -> Result<Vec<TreeRow>> {
         let rows = match top {
-            TreeTop::Session(id) => self.rows(TREE, &[&id.as_str()])?,
-            TreeTop::Roots => self.rows(FOREST, &[])?,
+            TreeTop::Session(id) => self.rows(TREE, &[&id.as_str(), &now])?,
+            TreeTop::Roots => self.rows(FOREST, &[&now])?,
         };
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {

@@ -116,8 +116,28 @@ pub(super) fn depth(id: &str, depth: i64) -> Result<u32> {
         .map_err(|_| Corruption::new(format!("session {id:?} has depth {depth}")).into())
 }
 
+/// How many scopes live at `$now` and command patterns the session `$of.id` holds, as
+/// `live_scopes` and `patterns`: each a range of its table's primary key.
+macro_rules! grant_marks {
+    ($of:literal, $now:literal) => {
+        concat!(
+            "(SELECT count(*) FROM override_scopes AS o
+               WHERE o.session_id = ",
+            $of,
+            ".id AND o.revoked_at IS NULL AND o.expires_at > ",
+            $now,
+            ") AS live_scopes,
+             (SELECT count(*) FROM command_patterns AS c WHERE c.session_id = ",
+            $of,
+            ".id) AS patterns"
+        )
+    };
+}
+pub(super) use grant_marks;
+
 /// A row of the tree: a session by the [`session_columns!`], its stored label as `taint` and
-/// `untrusted` (both null when it has none), and its posture by the [`posture_columns!`].
+/// `untrusted` (both null when it has none), its posture by the [`posture_columns!`], and its
+/// [`grant_marks!`].
 pub(super) fn tree_row_of(row: &Row<'_>) -> Result<TreeRow> {
     let session = session_of(row)?;
     let stored: Option<String> = row.get("taint")?;
@@ -131,6 +151,13 @@ pub(super) fn tree_row_of(row: &Row<'_>) -> Result<TreeRow> {
     Ok(TreeRow {
         label,
         posture: posture_of(row)?,
+        live_scopes: count_of(&session.id, row.get("live_scopes")?)?,
+        patterns: count_of(&session.id, row.get("patterns")?)?,
         session,
     })
+}
+
+/// A count a statement made.
+fn count_of(id: &str, n: i64) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Corruption::new(format!("{id:?}: a count of {n}")).into())
 }

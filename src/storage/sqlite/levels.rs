@@ -2,8 +2,9 @@
 //!
 //! Which label a session that is not materialized shows is the sessions concept's.
 
-use super::columns::{posture_columns, tree_row_of};
+use super::columns::{grant_marks, posture_columns, tree_row_of};
 use super::Conn;
+use crate::clock::format_ts;
 use crate::error::Result;
 use crate::model::Id;
 use crate::storage::{LevelPage, LevelReads, LevelRow};
@@ -20,6 +21,8 @@ macro_rules! level_page {
             "SELECT s.id, s.created_by, s.depth, s.origin, s.created_at, s.ended_at,
                     l.taint, l.untrusted, ",
             posture_columns!(),
+            ", ",
+            grant_marks!("s", ":now"),
             ",
                     EXISTS (SELECT 1 FROM sessions AS c INDEXED BY sessions_by_creator
                              WHERE c.created_by = s.id) AS has_children
@@ -59,7 +62,9 @@ impl LevelReads for Conn<'_> {
     fn level(&mut self, page: LevelPage<'_>) -> Result<Vec<LevelRow>> {
         let parent = page.parent.map(Id::as_str);
         let after = page.after.map(Id::as_str);
-        let mut params: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":limit", &page.limit)];
+        let now = format_ts(page.now);
+        let mut params: Vec<(&str, &dyn rusqlite::ToSql)> =
+            vec![(":limit", &page.limit), (":now", &now)];
         let sql = match (&parent, &after) {
             (None, None) => ROOTS,
             (None, Some(_)) => ROOTS_AFTER,

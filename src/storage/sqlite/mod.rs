@@ -207,7 +207,10 @@ mod tests {
     fn a_handle_used_by_one_caller_at_a_time_opens_the_file_once() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("ledger.db");
-        for config in [Config::default(), Config::default().read_only(true)] {
+        for config in [
+            Config::default().create_if_missing(true),
+            Config::default().read_only(true),
+        ] {
             let sqlite = Sqlite::open(&path, &config).expect("open");
             // The setup connection, kept for the pool's first call.
             assert_eq!(sqlite.connections_opened(), 1);

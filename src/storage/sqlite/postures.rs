@@ -13,7 +13,7 @@ use crate::clock::format_ts;
 use crate::error::{Corruption, Result};
 use crate::model::{Id, Posture, PostureLevel, PostureSource};
 use crate::storage::{
-    DecisionFacts, GrantReads, HeldPosture, NewEpoch, PostureReads, PostureWrites, Revoke,
+    DecisionFacts, GrantReads, HeldPosture, NewEpoch, PostureReads, PostureWrites, Reach,
     SubtreePosture,
 };
 
@@ -239,11 +239,11 @@ impl PostureWrites for Tx<'_> {
             .transpose()
     }
 
-    fn revoke_postures(&mut self, which: Revoke<'_>) -> Result<Vec<HeldPosture>> {
+    fn revoke_postures(&mut self, which: Reach<'_>) -> Result<Vec<HeldPosture>> {
         let (sql, id) = match which {
-            Revoke::One(id) => (REVOKE_ONE, Some(id)),
-            Revoke::Subtree(id) => (REVOKE_SUBTREE, Some(id)),
-            Revoke::All => (REVOKE_ALL, None),
+            Reach::One(id) => (REVOKE_ONE, Some(id)),
+            Reach::Subtree(id) => (REVOKE_SUBTREE, Some(id)),
+            Reach::All => (REVOKE_ALL, None),
         };
         let mut stmt = self.conn().prepare_cached(sql)?;
         match id {

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::named_params;
 
-use super::columns::{posture_columns, session_columns, session_of, tree_row_of};
+use super::columns::{grant_marks, posture_columns, session_columns, session_of, tree_row_of};
 use super::{Conn, Tx};
 use crate::clock::format_ts;
 use crate::error::Result;
@@ -95,7 +95,7 @@ pub(super) const SUBTREE: &str = concat!(
 );
 
 /// A tree view's columns after the [`subtree_walk!`]: the session, its label and its posture
-/// row, each found by primary key, in the order recorded.
+/// row, each found by primary key, and its grant marks at `:now`, in the order recorded.
 macro_rules! tree_view {
     ($anchor:literal) => {
         concat!(
@@ -103,6 +103,8 @@ macro_rules! tree_view {
             "SELECT subtree.id, subtree.created_by, subtree.depth, subtree.origin,
                     subtree.created_at, subtree.ended_at, l.taint, l.untrusted, ",
             posture_columns!(),
+            ", ",
+            grant_marks!("subtree", ":now"),
             "  FROM subtree
                LEFT JOIN labels AS l ON l.session_id = subtree.id
                LEFT JOIN postures AS p ON p.session_id = subtree.id
@@ -147,10 +149,11 @@ impl SessionReads for Conn<'_> {
         sessions(self.conn, SUBTREE, id)
     }
 
-    fn tree(&mut self, top: TreeTop<'_>) -> Result<Vec<TreeRow>> {
+    fn tree(&mut self, top: TreeTop<'_>, now: DateTime<Utc>) -> Result<Vec<TreeRow>> {
+        let now = format_ts(now);
         let (sql, params) = match top {
-            TreeTop::Session(id) => (TREE, vec![(":id", id.as_str())]),
-            TreeTop::Roots => (FOREST, Vec::new()),
+            TreeTop::Session(id) => (TREE, vec![(":id", id.as_str()), (":now", now.as_str())]),
+            TreeTop::Roots => (FOREST, vec![(":now", now.as_str())]),
         };
         let mut stmt = self.conn.prepare_cached(sql)?;
         let mut rows = stmt.query(params.as_slice())?;

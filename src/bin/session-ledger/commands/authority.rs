@@ -1,10 +1,11 @@
 //! The commands on authority: postures (`trust`, `revoke`, `revoke-all`), the grants judged for
-//! one session (`pattern`, `scope`), a decision (`decide`) and why a session holds what it holds
-//! (`explain`), and the posture epochs (`epoch`).
+//! one session (`pattern`, `scope`), a decision (`decide`), what may approve for a session now
+//! (`authority`) and why a session holds what it holds (`explain`), and the posture epochs
+//! (`epoch`).
 
-use session_ledger::{PostureLevel, Propagation};
+use session_ledger::{AlsoRevoke, PostureLevel, Propagation};
 
-use crate::args::{EpochCommand, PatternCommand, ScopeCommand};
+use crate::args::{AlsoRevokeArgs, EpochCommand, PatternCommand, ScopeCommand};
 use crate::context::{acting, open_existing, open_for_reading, Context};
 use crate::error::CliError;
 use crate::render::Report;
@@ -29,13 +30,15 @@ pub fn trust(
     })
 }
 
-/// `revoke`: `--cascade` (bound to a preview by `--token`), `--local`, or `--preview`.
+/// `revoke`: `--cascade` (bound to a preview by `--token`), `--local`, or `--preview`; with
+/// `--scopes` and `--patterns`, the grants of the sessions it reaches too.
 pub fn revoke(
     ctx: &Context<'_>,
     id: &str,
     cascade: bool,
     local: bool,
     token: &Option<String>,
+    also: AlsoRevokeArgs,
     actor: &Option<String>,
 ) -> Result<Report, CliError> {
     if token.is_some() && !cascade {
@@ -43,9 +46,19 @@ pub fn revoke(
             "--token applies a preview to a cascade: use it with --cascade".into(),
         ));
     }
+    if !cascade && !local && (also.scopes || also.patterns) {
+        return Err(CliError::Usage(
+            "--scopes and --patterns say what a revocation takes, and a preview takes nothing: \
+             its list shows what they would take; use them with --cascade or --local"
+                .into(),
+        ));
+    }
     let propagation = if cascade {
-        Propagation::Cascade {
-            token: token.clone(),
+        match token {
+            Some(token) => Propagation::Cascade {
+                token: token.clone(),
+            },
+            None => Propagation::CascadeUnchecked,
         }
     } else if local {
         Propagation::Local
@@ -53,17 +66,38 @@ pub fn revoke(
         Propagation::Preview
     };
     let ledger = open_existing(ctx.db)?;
-    Ok(Report::Revoked(ledger.revoke(
+    Ok(Report::Revoked(ledger.revoke_with(
         id,
         propagation,
+        also_revoke(also),
         &acting(ctx, actor)?,
     )?))
 }
 
-/// `revoke-all`: every live session's posture.
-pub fn revoke_all(ctx: &Context<'_>, actor: &Option<String>) -> Result<Report, CliError> {
+/// `revoke-all`: every session's posture, and with `--scopes` and `--patterns` every live
+/// session's grants too.
+pub fn revoke_all(
+    ctx: &Context<'_>,
+    also: AlsoRevokeArgs,
+    actor: &Option<String>,
+) -> Result<Report, CliError> {
     let ledger = open_existing(ctx.db)?;
-    Ok(Report::Revoked(ledger.revoke_all(&acting(ctx, actor)?)?))
+    Ok(Report::Revoked(ledger.revoke_all_with(
+        also_revoke(also),
+        &acting(ctx, actor)?,
+    )?))
+}
+
+fn also_revoke(also: AlsoRevokeArgs) -> AlsoRevoke {
+    AlsoRevoke {
+        scopes: also.scopes,
+        patterns: also.patterns,
+    }
+}
+
+/// `authority`: everything that may approve for a session now.
+pub fn authority(ctx: &Context<'_>, id: &str) -> Result<Report, CliError> {
+    Ok(Report::Authority(open_for_reading(ctx)?.authority(id)?))
 }
 
 /// `pattern add`, `remove` and `list`, and `pattern test`, which needs no ledger.

@@ -3,9 +3,9 @@
 
 use std::io::Write;
 
-use session_ledger::{AuditEntry, CheckReport, Explanation, Materialized, Verification};
+use session_ledger::{AuditEntry, CheckReport, Explanation, Materialized, Verification, Withheld};
 
-use super::authority::posture_words;
+use super::authority::{approves_words, posture_words, withheld_words};
 use super::sessions::label_words;
 use super::{count, widest};
 use crate::error::CliError;
@@ -183,6 +183,12 @@ pub fn print_explanation(out: &mut dyn Write, e: &Explanation) -> Result<(), Cli
             session_ledger::format_ts(sc.expires_at)
         )?;
     }
+    // A refused pattern is marked on its own line above.
+    let withheld = e.authority.withheld.iter();
+    for w in withheld.filter(|w| !matches!(w, Withheld::RefusedPattern { .. })) {
+        writeln!(out, "  withheld: {}", withheld_words(w))?;
+    }
+    writeln!(out, "  approves: {}", approves_words(&e.authority))?;
     writeln!(out, "  audit rows:")?;
     print_audit(out, &e.audit)?;
     Ok(())

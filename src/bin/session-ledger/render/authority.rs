@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use session_ledger::{
-    Affected, CommandPattern, Decision, PatternTest, Posture, PostureSource, Reason, Revocation,
-    RevocationKind, Scope, Verdict,
+    Affected, Authority, CommandPattern, Decision, Grant, PatternTest, Posture, PostureLevel,
+    PostureSource, Reason, Revocation, RevocationKind, Scope, StandingGrant, Verdict, Withheld,
 };
 
 use super::{count, json_line, widest};
@@ -149,12 +149,159 @@ pub fn print_revocation(out: &mut dyn Write, json: bool, r: &Revocation) -> Resu
         )?;
         print_affected(out, holding)?;
     }
+    if !r.grants_revoked.is_empty() {
+        writeln!(
+            out,
+            "revoked with it {}:",
+            count(r.grants_revoked.len(), "grant", "grants")
+        )?;
+        print_standing(out, &r.grants_revoked)?;
+    }
+    let takes = takes_flags(&r.still_approving);
+    if !r.still_approving.is_empty() {
+        let n = count(r.still_approving.len(), "grant", "grants");
+        let approve = if r.still_approving.len() == 1 {
+            "approves"
+        } else {
+            "approve"
+        };
+        if r.propagation == RevocationKind::Preview {
+            writeln!(
+                out,
+                "{n} would still approve on their own, unless the cascade takes them with {takes}:"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{n} still {approve} on their own (a posture revocation leaves them standing; \
+                 take them with {takes}):"
+            )?;
+        }
+        print_standing(out, &r.still_approving)?;
+    }
     if let Some(token) = &r.token {
         writeln!(out, "token: {token}")?;
         writeln!(
             out,
             "apply: session-ledger revoke {root} --cascade --token {token}"
         )?;
+        if !r.still_approving.is_empty() {
+            writeln!(
+                out,
+                "   or: session-ledger revoke {root} --cascade {takes} --token {token}"
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The flags that take the kinds of grant in `grants`: `--scopes`, `--patterns`, or both.
+fn takes_flags(grants: &[StandingGrant]) -> String {
+    let scopes = grants
+        .iter()
+        .any(|g| matches!(g.grant, Grant::Scope { .. }));
+    let patterns = grants
+        .iter()
+        .any(|g| matches!(g.grant, Grant::Pattern { .. }));
+    match (scopes, patterns) {
+        (true, true) => "--scopes --patterns",
+        (true, false) => "--scopes",
+        _ => "--patterns",
+    }
+    .to_owned()
+}
+
+/// Scopes and patterns, one line each under the session holding them, the ids padded so that
+/// the columns after them line up.
+fn print_standing(out: &mut dyn Write, grants: &[StandingGrant]) -> Result<(), CliError> {
+    let id_w = widest(grants, |g| g.session.len());
+    let depth_w = widest(grants, |g| g.depth.to_string().len());
+    for g in grants {
+        writeln!(
+            out,
+            "  {:<id_w$}  depth {:>depth_w$}  {}",
+            g.session,
+            g.depth,
+            grant_words(g)
+        )?;
+    }
+    Ok(())
+}
+
+/// `scope hotfix (granted by bob, until T): every command`, or `pattern "npm test" (added by
+/// bob)`.
+fn grant_words(g: &StandingGrant) -> String {
+    match &g.grant {
+        Grant::Scope { scope, expires_at } => format!(
+            "scope {scope} (granted by {}, until {}): every command",
+            g.granted_by,
+            session_ledger::format_ts(*expires_at)
+        ),
+        Grant::Pattern { pattern } => format!("pattern {pattern:?} (added by {})", g.granted_by),
+        _ => "see --json".to_owned(),
+    }
+}
+
+/// What approves for a session now, in a few words: `every command`, `read-only commands and
+/// the lines its patterns admit`, or `nothing: every command asks`.
+pub fn approves_words(a: &Authority) -> String {
+    if a.approves_every_command() {
+        return "every command".to_owned();
+    }
+    let mut what = Vec::new();
+    if a.live
+        && a.posture
+            .as_ref()
+            .is_some_and(|p| p.current && p.level == PostureLevel::TrustReads)
+    {
+        what.push("read-only commands");
+    }
+    if a.live && a.patterns.iter().any(|p| p.refused.is_none()) {
+        what.push("the lines its patterns admit");
+    }
+    if what.is_empty() {
+        "nothing: every command asks".to_owned()
+    } else {
+        what.join(" and ")
+    }
+}
+
+/// Why something a session holds approves nothing now.
+pub fn withheld_words(w: &Withheld) -> String {
+    match w {
+        Withheld::SessionEnded => "the session has ended: every command asks".to_owned(),
+        Withheld::LapsedPosture { epoch } => {
+            format!("its posture lapsed with epoch {epoch} and counts no more")
+        }
+        Withheld::RefusedPattern { pattern, problem } => {
+            format!("pattern {pattern:?} is refused by this version and admits nothing: {problem}")
+        }
+        _ => "see --json".to_owned(),
+    }
+}
+
+/// `authority`'s text: what approves, then each posture, scope and pattern, then what is
+/// withheld.
+pub fn print_authority(out: &mut dyn Write, a: &Authority) -> Result<(), CliError> {
+    writeln!(out, "{} approves {}", a.session, approves_words(a))?;
+    match &a.posture {
+        Some(p) => writeln!(out, "  posture:  {}", posture_words(p))?,
+        None => writeln!(out, "  posture:  none")?,
+    }
+    for sc in &a.scopes {
+        writeln!(
+            out,
+            "  scope:    {} (granted by {}, until {}): every command",
+            sc.name,
+            sc.granted_by,
+            session_ledger::format_ts(sc.expires_at)
+        )?;
+    }
+    for p in &a.patterns {
+        writeln!(out, "  pattern:  {:?} (added by {})", p.pattern, p.added_by)?;
+    }
+    for w in &a.withheld {
+        writeln!(out, "  withheld: {}", withheld_words(w))?;
     }
     Ok(())
 }

@@ -3,10 +3,12 @@
 
 use std::io::Write;
 
-use session_ledger::{Created, Label, Materialized, Origin, Session, SessionState, TreeNode};
+use session_ledger::{
+    Created, Ended, Label, Materialized, Origin, Session, SessionState, TreeNode,
+};
 
 use super::authority::posture_words;
-use super::json_line;
+use super::{count, json_line};
 use crate::error::CliError;
 
 /// `secret`, or `private, untrusted`.
@@ -75,6 +77,23 @@ pub fn print_session(
     Ok(())
 }
 
+/// `end`'s output: the session, and the spawned sub-agents that ended with it.
+pub fn print_ended(out: &mut dyn Write, json: bool, ended: &Ended) -> Result<(), CliError> {
+    if json {
+        return json_line(out, ended);
+    }
+    let note = if ended.spawned.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; with it, its spawned sub-agent{} {}",
+            if ended.spawned.len() == 1 { "" } else { "s" },
+            ended.spawned.join(", ")
+        )
+    };
+    print_session(out, false, &ended.session, "ended", &note)
+}
+
 /// `tree`'s output: one line per session, drawn with box characters, or the nodes as JSON.
 pub fn print_tree(out: &mut dyn Write, nodes: &[TreeNode]) -> Result<(), CliError> {
     if nodes.is_empty() {
@@ -113,6 +132,19 @@ pub fn print_tree(out: &mut dyn Write, nodes: &[TreeNode]) -> Result<(), CliErro
             "not materialized".to_owned()
         };
         line.push_str(&format!("  [{words}{posture}]"));
+        // Grants that approve on their own: no posture revocation takes them.
+        if node.live_scopes > 0 {
+            line.push_str(&format!(
+                "  +{}",
+                count(node.live_scopes as usize, "scope", "scopes")
+            ));
+        }
+        if node.patterns > 0 {
+            line.push_str(&format!(
+                "  +{}",
+                count(node.patterns as usize, "pattern", "patterns")
+            ));
+        }
         if node.session.origin == Origin::Spawned {
             line.push_str("  spawned");
         }

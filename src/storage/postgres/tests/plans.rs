@@ -79,6 +79,18 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
             postures::INHERITED_THROUGH,
         ),
         ("cascade revoke", postures::REVOKE_SUBTREE),
+        (
+            "local revoke, authority: one session's standing grants",
+            grants::STANDING_ONE,
+        ),
+        (
+            "preview, cascade: the subtree's standing grants",
+            grants::STANDING_SUBTREE,
+        ),
+        ("local revoke --scopes", grants::REVOKE_SCOPES_ONE),
+        ("cascade --scopes", grants::REVOKE_SCOPES_SUBTREE),
+        ("local revoke --patterns", grants::REMOVE_PATTERNS_ONE),
+        ("cascade --patterns", grants::REMOVE_PATTERNS_SUBTREE),
         ("audit: the head", audit::HEAD),
         (
             "write: the head, once the lock is held",
@@ -162,6 +174,7 @@ fn build(url: &str) -> crate::Result<()> {
     let ledger = Ledger::open_with(
         url,
         Config::default()
+            .create_if_missing(true)
             .synchronous(Synchronous::Normal)
             .max_depth(u32::MAX)
             .max_live_children(u32::MAX)
@@ -200,7 +213,7 @@ fn build(url: &str) -> crate::Result<()> {
     ledger.add_pattern("r1.1", "cargo test", "op")?;
     ledger.grant_scope("r1.1", "deploy", std::time::Duration::from_secs(3600), "op")?;
     ledger.end("r1.2", "op")?;
-    ledger.revoke("r0.1", Propagation::Cascade { token: None }, "op")?;
+    ledger.revoke("r0.1", Propagation::CascadeUnchecked, "op")?;
     ledger.revoke("r0", Propagation::Local, "op")?;
     Ok(())
 }
@@ -294,7 +307,7 @@ fn the_write_lock_and_head_function_runs_the_lock_and_the_statement_held_here() 
     let Some((mut admin, schema, url)) = schema_of_its_own("write_begin")? else {
         return Ok(());
     };
-    Ledger::open(&url)?;
+    Ledger::init(&url)?;
     let mut client = Client::connect(&url, NoTls)?;
     let body: String = client
         .query_one(

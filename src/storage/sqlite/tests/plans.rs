@@ -69,6 +69,18 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
             postures::INHERITED_THROUGH,
         ),
         ("cascade revoke", postures::REVOKE_SUBTREE),
+        (
+            "local revoke, authority: one session's standing grants",
+            grants::STANDING_ONE,
+        ),
+        (
+            "preview, cascade: the subtree's standing grants",
+            grants::STANDING_SUBTREE,
+        ),
+        ("local revoke --scopes", grants::REVOKE_SCOPES_ONE),
+        ("cascade --scopes", grants::REVOKE_SCOPES_SUBTREE),
+        ("local revoke --patterns", grants::REMOVE_PATTERNS_ONE),
+        ("cascade --patterns", grants::REMOVE_PATTERNS_SUBTREE),
         ("audit: the head", audit::HEAD),
         ("audit: the newest time", audit::LATEST_TIME),
         ("audit: append", audit::APPEND),
@@ -182,6 +194,7 @@ fn build(path: &Path) -> crate::Result<()> {
     let ledger = Ledger::open_with(
         path,
         Config::default()
+            .create_if_missing(true)
             .synchronous(Synchronous::Normal)
             .max_depth(u32::MAX)
             .max_live_children(u32::MAX)
@@ -223,7 +236,7 @@ fn build(path: &Path) -> crate::Result<()> {
     ledger.add_pattern("r1.1", "cargo test", "op")?;
     ledger.grant_scope("r1.1", "deploy", Duration::from_secs(3600), "op")?;
     ledger.end("r1.2", "op")?;
-    ledger.revoke("r0.1", Propagation::Cascade { token: None }, "op")?;
+    ledger.revoke("r0.1", Propagation::CascadeUnchecked, "op")?;
     ledger.revoke("r2", Propagation::Local, "op")?;
     Ok(())
 }
