@@ -39,7 +39,7 @@ $$;
 GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_scopes,
                 audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
                 refinery_schema_history, session_tree, live_sessions, trusted_now, session_state,
-                revocations, refused_creations
+                revocations, refused_creations, live_authority
    TO session_ledger_app;
 
 -- What the library writes, table by table.
@@ -74,7 +74,7 @@ BEGIN
         GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_scopes,
                         audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
                         refinery_schema_history, session_tree, live_sessions, trusted_now,
-                        session_state, revocations, refused_creations
+                        session_state, revocations, refused_creations, live_authority
            TO session_ledger_auditor;
     END IF;
 END
