@@ -269,11 +269,20 @@ fn parse(line: &str, mode: Mode) -> Result<Parts, Refusal> {
     parse_grammar(line, mode)
 }
 
+mod classify;
 mod fast_path;
 mod grammar;
+mod programs;
+mod quote;
+mod wrappers;
 
+pub(crate) use classify::guarded_words;
+pub use classify::{classify, Classification, ClassifiedPart};
 use fast_path::plain_fast_path;
 use grammar::parse_grammar;
+pub use programs::Effect;
+pub use quote::join_words;
+pub(crate) use wrappers::{read_wrapper, Inner};
 
 #[cfg(test)]
 mod tests {

@@ -17,12 +17,12 @@ use serde::Serialize;
 
 use crate::audit::{self, AuditQuery};
 use crate::authority::{self, Authority};
-use crate::commands::{parse_command_line, Refusal};
+use crate::commands::{classify, parse_command_line, Classification, Refusal};
 use crate::error::Result;
 use crate::grants::CommandPattern;
 use crate::labels::{self, SessionState};
 use crate::model::{AuditEntry, Id, Label, Posture, PostureLevel, Scope, Session};
-use crate::patterns::cached_pattern;
+use crate::patterns::{admit, cached_pattern, kept_from, NotAdmitted};
 use crate::sessions;
 use crate::storage::Read;
 
@@ -45,6 +45,44 @@ pub struct AdmittedPart {
     pub pattern: String,
     /// Who added that pattern.
     pub added_by: String,
+    /// The command read through its wrappers, when that is what the pattern admitted
+    /// (`npm test` of `timeout 5 npm test`, or one command of `bash -c '...'`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner: Option<String>,
+}
+
+/// A word a pattern's wildcard may not stand for, and the pattern that would otherwise have
+/// admitted the part holding it ([`Reason::Nothing`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeptWord {
+    /// The word (`-c`, `-exec`, `rm`).
+    pub word: String,
+    /// The pattern whose wildcard would have matched it.
+    pub pattern: String,
+    /// What the word does (`find runs a program for each file it finds`).
+    pub why: String,
+}
+
+/// Who says whether a command is read-only, for a session that holds `trust_reads`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadOnly {
+    /// The caller classified it as read-only.
+    Yes,
+    /// The caller did not classify it as read-only.
+    #[default]
+    No,
+    /// The ledger classifies it ([`classify`](crate::classify)).
+    Classify,
+}
+
+impl From<bool> for ReadOnly {
+    fn from(read_only: bool) -> ReadOnly {
+        if read_only {
+            ReadOnly::Yes
+        } else {
+            ReadOnly::No
+        }
+    }
 }
 
 /// The answer.
@@ -67,10 +105,14 @@ pub enum Reason {
         /// The posture, with its chain back to the operator's grant.
         posture: Posture,
     },
-    /// The session holds `trust_reads` and the caller classified the command as read-only.
+    /// The session holds `trust_reads` and the command is read-only: the caller said so, or
+    /// the ledger's classifier did.
     TrustReads {
         /// The posture, with its chain back to the operator's grant.
         posture: Posture,
+        /// The classifier's verdict, when the ledger classified the command.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        classification: Option<Classification>,
     },
     /// The command line is simple commands of plain words, and each is admitted by a command
     /// pattern of this session.
@@ -100,6 +142,10 @@ pub enum Reason {
     Nothing {
         /// The session holds `trust_reads` but the command was not classified read-only.
         reads_only: bool,
+        /// The classifier's verdict that the command is not read-only, when the ledger
+        /// classified it: it names the word that decided.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        classification: Option<Classification>,
         /// The session holds a posture of an earlier epoch, which no longer counts.
         lapsed_epoch: Option<i64>,
         /// The session has command patterns, the line is plain simple commands, and this one
@@ -108,6 +154,10 @@ pub enum Reason {
         /// The session has command patterns, and the line holds this construct, which no
         /// pattern ever admits (`command substitution at byte 9`).
         refused: Option<Refusal>,
+        /// A pattern that would admit the unadmitted part but for a word its wildcard may not
+        /// stand for (`git -c`, `find -exec`, the program a wrapper runs).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kept: Option<KeptWord>,
     },
 }
 
@@ -134,8 +184,8 @@ impl Decision {
 }
 
 /// May `id` run `command` now? The decision for a recorded session, in the order the rules
-/// take: an ended session asks; `trust` approves; `trust_reads` approves a command the caller
-/// classified as read-only; command patterns approve a line whose every simple command one of
+/// take: an ended session asks; `trust` approves; `trust_reads` approves a command the caller,
+/// or the ledger's classifier, says is read-only; command patterns approve a line whose every simple command one of
 /// them admits; a live scope, checked against `now`, approves; otherwise ask. `None` when `id`
 /// is not recorded. One read of indexed lookups (one statement on PostgreSQL); nothing
 /// written.
@@ -143,7 +193,7 @@ pub(crate) fn decide(
     r: &mut dyn Read,
     id: Id<'_>,
     command: &str,
-    read_only: bool,
+    read_only: ReadOnly,
     now: DateTime<Utc>,
 ) -> Result<Option<Decision>> {
     let Some(facts) = r.decision_facts(id, now)? else {
@@ -157,6 +207,7 @@ pub(crate) fn decide(
     if facts.ended {
         return Ok(Some(decision(Verdict::Ask, Reason::SessionEnded)));
     }
+    let mut classification = None;
     let posture = match facts.posture {
         Some(p) if p.current && p.level == PostureLevel::Trust => {
             return Ok(Some(decision(
@@ -164,23 +215,40 @@ pub(crate) fn decide(
                 Reason::Trust { posture: p },
             )));
         }
-        Some(p) if p.current && p.level == PostureLevel::TrustReads && read_only => {
-            return Ok(Some(decision(
-                Verdict::Approve,
-                Reason::TrustReads { posture: p },
-            )));
+        Some(p) if p.current && p.level == PostureLevel::TrustReads => {
+            let reads = match read_only {
+                ReadOnly::Yes => true,
+                ReadOnly::No => false,
+                ReadOnly::Classify => {
+                    let verdict = classify(command);
+                    let reads = verdict.read_only;
+                    classification = Some(verdict);
+                    reads
+                }
+            };
+            if reads {
+                return Ok(Some(decision(
+                    Verdict::Approve,
+                    Reason::TrustReads {
+                        posture: p,
+                        classification,
+                    },
+                )));
+            }
+            Some(p)
         }
         other => other,
     };
-    let (mut unadmitted, mut refused) = (None, None);
+    let (mut unadmitted, mut refused, mut kept) = (None, None, None);
     let mut stored = facts.patterns;
     if !stored.is_empty() {
         // The first pattern in text order that admits a part is the one named for it.
         stored.sort_by(|a, b| a.pattern.cmp(&b.pattern));
-        let patterns: Vec<_> = stored
+        let rows: Vec<_> = stored
             .into_iter()
             .filter_map(|row| cached_pattern(&row.pattern).map(|p| (p, row.added_by)))
             .collect();
+        let patterns: Vec<_> = rows.iter().map(|(p, _)| p.as_ref()).collect();
         match parse_command_line(command) {
             Err(refusal) => refused = Some(refusal),
             Ok(commands) => {
@@ -190,19 +258,34 @@ pub(crate) fn decide(
                         text: command[simple.range.clone()].to_owned(),
                         range: simple.range,
                     };
-                    match patterns.iter().find(|(p, _)| p.admits(&simple.words)) {
-                        Some((p, by)) => parts.push(AdmittedPart {
-                            part,
-                            pattern: p.text().to_owned(),
-                            added_by: by.clone(),
-                        }),
-                        None => {
+                    match admit(&patterns, &simple.words) {
+                        Ok(admissions) => {
+                            parts.extend(admissions.into_iter().map(|a| AdmittedPart {
+                                part: part.clone(),
+                                pattern: rows[a.pattern].0.text().to_owned(),
+                                added_by: rows[a.pattern].1.clone(),
+                                inner: a.inner,
+                            }))
+                        }
+                        Err(NotAdmitted::Refused(refusal)) => {
+                            refused = Some(Refusal {
+                                at: part.range.start,
+                                ..refusal
+                            });
+                            break;
+                        }
+                        Err(NotAdmitted::Command) => {
+                            kept = kept_from(&patterns, &simple.words).map(|k| KeptWord {
+                                word: k.word,
+                                pattern: rows[k.pattern].0.text().to_owned(),
+                                why: k.why.to_owned(),
+                            });
                             unadmitted = Some(part);
                             break;
                         }
                     }
                 }
-                if let (None, Some(first)) = (&unadmitted, parts.first()) {
+                if let (None, None, Some(first)) = (&unadmitted, &refused, parts.first()) {
                     let reason = Reason::Pattern {
                         pattern: first.pattern.clone(),
                         added_by: first.added_by.clone(),
@@ -226,9 +309,11 @@ pub(crate) fn decide(
         Verdict::Ask,
         Reason::Nothing {
             reads_only: current.is_some_and(|p| p.level == PostureLevel::TrustReads),
+            classification,
             lapsed_epoch: posture.filter(|p| !p.current).map(|p| p.epoch),
             unadmitted,
             refused,
+            kept,
         },
     )))
 }

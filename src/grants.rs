@@ -20,7 +20,7 @@ use crate::audit;
 use crate::clock::format_ts;
 use crate::error::{Conflict, Corruption, Error, InputError, Result};
 use crate::model::{AuditKind, Grant, Id, Scope, StandingGrant};
-use crate::patterns::{check_pattern_examples, validate_pattern, MAX_PATTERN_LEN};
+use crate::patterns::{check_pattern_examples, validate_pattern, Pattern, MAX_PATTERN_LEN};
 use crate::postures::RevocationEvent;
 use crate::sessions;
 use crate::storage::{PatternRow, Reach, Read, Write};
@@ -127,15 +127,79 @@ fn recorded(r: &mut dyn Read, id: Id<'_>) -> Result<()> {
     sessions::require(r, id).map(drop)
 }
 
-/// Checks a pattern for adding: valid, and agreeing with the examples that must and must not
-/// match. Writes nothing.
-pub(crate) fn check_new_pattern<S: AsRef<str>>(
-    pattern: &str,
-    must_match: &[S],
-    must_not_match: &[S],
-) -> Result<()> {
-    validate_pattern(pattern)?;
-    check_pattern_examples(pattern, must_match, must_not_match)
+/// How a new command pattern is checked before it is stored ([`Ledger::add_pattern_checked`](crate::Ledger::add_pattern_checked)).
+///
+/// ```
+/// use session_ledger::NewPattern;
+/// let checks = NewPattern::new().must_match("npm test --watch").must_not_match("npm install");
+/// assert_eq!(checks.must_match, ["npm test --watch"]);
+/// assert!(!checks.admit_any_command);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NewPattern {
+    /// Lines the pattern must admit whole.
+    pub must_match: Vec<String>,
+    /// Lines it must not admit.
+    pub must_not_match: Vec<String>,
+    /// Store it even when it admits any command (a lone `*`, `sudo *`, `bash -c *`, ...):
+    /// the operator's explicit choice ([`Pattern::admits_any_command`](crate::Pattern::admits_any_command)).
+    pub admit_any_command: bool,
+}
+
+impl NewPattern {
+    /// No examples; a pattern that admits any command is refused.
+    pub fn new() -> NewPattern {
+        NewPattern::default()
+    }
+
+    /// Adds a line the pattern must admit.
+    pub fn must_match(mut self, line: impl Into<String>) -> NewPattern {
+        self.must_match.push(line.into());
+        self
+    }
+
+    /// Adds a line the pattern must not admit.
+    pub fn must_not_match(mut self, line: impl Into<String>) -> NewPattern {
+        self.must_not_match.push(line.into());
+        self
+    }
+
+    /// Sets [`NewPattern::admit_any_command`].
+    pub fn admit_any_command(mut self, admit: bool) -> NewPattern {
+        self.admit_any_command = admit;
+        self
+    }
+}
+
+/// What adding a pattern did ([`Ledger::add_pattern_checked`](crate::Ledger::add_pattern_checked)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PatternAdded {
+    /// False when the session already had the pattern (nothing was written).
+    pub added: bool,
+    /// Why the pattern may be broader than meant, if it may.
+    pub warnings: Vec<String>,
+}
+
+/// Checks a pattern for adding: valid, not one that admits any command unless `checks` says
+/// so, and agreeing with the examples that must and must not match. Returns the warnings the
+/// pattern raises ([`Pattern::warnings`]). Writes nothing.
+pub(crate) fn check_new_pattern(pattern: &str, checks: &NewPattern) -> Result<Vec<String>> {
+    let parsed = Pattern::parse(pattern)?;
+    if let Some(why) = parsed
+        .admits_any_command()
+        .filter(|_| !checks.admit_any_command)
+    {
+        return Err(Error::Input(InputError::InvalidPattern {
+            pattern: pattern.to_owned(),
+            problem: format!(
+                "it admits any command: {why}. Storing it anyway takes an explicit choice \
+                 (admit any command)"
+            ),
+        }));
+    }
+    check_pattern_examples(pattern, &checks.must_match, &checks.must_not_match)?;
+    Ok(parsed.warnings())
 }
 
 /// Allows `pattern` for the live session `id` (never inherited, rule P4). False, writing
@@ -412,4 +476,45 @@ mod tests {
             assert!(parse_ttl(bad).is_err(), "{bad:?}");
         }
     }
+}
+
+/// A stored pattern of a live session that admits less than it did before wildcards were kept
+/// from words that run programs or write files ([`Ledger::review_patterns`](crate::Ledger::review_patterns)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PatternReview {
+    /// The session holding it.
+    pub session: String,
+    /// The pattern.
+    pub pattern: String,
+    /// Who added it.
+    pub added_by: String,
+    /// When.
+    #[serde(serialize_with = "crate::clock::serialize_ts")]
+    pub added_at: DateTime<Utc>,
+    /// What it no longer admits, or why it would be refused if added now.
+    pub reason: String,
+}
+
+/// Every stored pattern of a live session whose meaning narrowed ([`Pattern::narrowed`]), by
+/// session then pattern. Reads every pattern of the live sessions: an upgrade check, not a hot
+/// path.
+pub(crate) fn review_patterns(r: &mut dyn Read, now: DateTime<Utc>) -> Result<Vec<PatternReview>> {
+    let mut reviews = Vec::new();
+    for grant in standing(r, Reach::All, now)? {
+        let Grant::Pattern { pattern } = grant.grant else {
+            continue;
+        };
+        let Some(reason) = Pattern::parse(&pattern).ok().and_then(|p| p.narrowed()) else {
+            continue;
+        };
+        reviews.push(PatternReview {
+            session: grant.session,
+            pattern,
+            added_by: grant.granted_by,
+            added_at: grant.granted_at,
+            reason,
+        });
+    }
+    reviews.sort_by(|a, b| (&a.session, &a.pattern).cmp(&(&b.session, &b.pattern)));
+    Ok(reviews)
 }

@@ -114,16 +114,22 @@ pub use audit::{
 };
 pub use authority::{Authority, Withheld};
 pub use clock::{format_ts, Clock, ManualClock, SystemClock};
-pub use commands::{parse_command_line, Construct, Refusal, SimpleCommand, MAX_COMMAND_LEN};
+pub use commands::{
+    classify, join_words, parse_command_line, Classification, ClassifiedPart, Construct, Effect,
+    Refusal, SimpleCommand, MAX_COMMAND_LEN,
+};
 pub use config::{Config, Synchronous};
 pub use copy::Copied;
-pub use decisions::{AdmittedPart, Decision, Explanation, Part, Reason, Verdict};
+pub use decisions::{
+    AdmittedPart, Decision, Explanation, KeptWord, Part, ReadOnly, Reason, Verdict,
+};
 pub use error::{
     Conflict, Corruption, CreationRefused, EngineError, Error, IdProblem, InputError, Location,
     Result, StorageError,
 };
 pub use grants::{
-    parse_ttl, validate_scope_name, AlsoRevoke, CommandPattern, MAX_SCOPE_NAME_LEN, MAX_TTL,
+    parse_ttl, validate_scope_name, AlsoRevoke, CommandPattern, NewPattern, PatternAdded,
+    PatternReview, MAX_SCOPE_NAME_LEN, MAX_TTL,
 };
 pub use labels::{Raise, RaiseOutcome, SessionState};
 pub use ledger::{ConsistencyProof, Ledger, RecordedCheckpoint};

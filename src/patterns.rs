@@ -25,8 +25,13 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
-use crate::commands::{parse_command_line, parse_pattern_words, PatternWord, Piece, Refusal};
+use crate::commands::{
+    guarded_words, join_words, parse_command_line, parse_pattern_words, read_wrapper, Inner,
+    PatternWord, Piece, Refusal,
+};
 use crate::error::{Error, InputError};
+
+mod breadth;
 
 /// The longest command pattern accepted, in bytes.
 pub const MAX_PATTERN_LEN: usize = 1024;
@@ -103,8 +108,28 @@ impl Pattern {
         &self.text
     }
 
-    /// True when the pattern matches one simple command's words (after quote removal).
+    /// True when the pattern matches one simple command's words (after quote removal), as
+    /// written: a wildcard never stands for a word that makes the program run another program
+    /// or write a file it names (`git -c`, `find -exec`, `sort -o`, a leading assignment, the
+    /// program a wrapper runs); such a word is admitted only by a pattern that names it.
+    /// Wrappers are not read through here: [`pattern_matches`] does that.
+    ///
+    /// ```
+    /// use session_ledger::Pattern;
+    /// let git = Pattern::parse("git *")?;
+    /// assert!(git.admits(&["git", "log", "-3"]));
+    /// assert!(!git.admits(&["git", "-c", "core.pager=sh", "log"]));
+    /// assert!(Pattern::parse("git -c *")?.admits(&["git", "-c", "core.pager=less", "log"]));
+    /// # Ok::<(), session_ledger::Error>(())
+    /// ```
     pub fn admits<S: AsRef<str>>(&self, words: &[S]) -> bool {
+        let words: Vec<String> = words.iter().map(|w| w.as_ref().to_owned()).collect();
+        let guarded: Vec<usize> = guarded_words(&words).into_iter().map(|(i, _)| i).collect();
+        self.admits_guarded(&words, &guarded)
+    }
+
+    /// [`Pattern::admits`], with the guarded words already found.
+    fn admits_guarded(&self, words: &[String], guarded: &[usize]) -> bool {
         let fixed = if self.open_ended {
             &self.words[..self.words.len() - 1]
         } else {
@@ -116,10 +141,122 @@ impl Pattern {
             words.len() == fixed.len()
         };
         count_ok
-            && fixed
-                .iter()
-                .zip(words)
-                .all(|(p, w)| word_matches(p, w.as_ref()))
+            && fixed.iter().zip(words).enumerate().all(|(i, (p, w))| {
+                word_matches(p, w) && (!p.contains(&Piece::Star) || !guarded.contains(&i))
+            })
+            && !(self.open_ended && guarded.iter().any(|&i| i >= fixed.len()))
+    }
+}
+
+/// How a command line's simple command was admitted: by which pattern (its index in the list
+/// given), and the command read through its wrappers when that is what the pattern admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Admission {
+    pub(crate) pattern: usize,
+    pub(crate) inner: Option<String>,
+}
+
+/// Why a simple command was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NotAdmitted {
+    /// No pattern admits this command (the part as written, or its inner command).
+    Command,
+    /// A shell's script holds a construct no pattern admits.
+    Refused(Refusal),
+}
+
+/// A word that a pattern's wildcard would have matched but may not stand for: why a line that
+/// pattern seems to admit asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// The pattern's index in the list given.
+    pub(crate) pattern: usize,
+    /// The word.
+    pub(crate) word: String,
+    /// What the word does.
+    pub(crate) why: &'static str,
+}
+
+/// The first pattern of `patterns` that would admit `words` (or, through transparent wrappers,
+/// their inner command) but for a word its wildcard may not stand for, and that word.
+pub(crate) fn kept_from(patterns: &[&Pattern], words: &[String]) -> Option<Kept> {
+    let mut words = words;
+    for _ in 0..MAX_WRAPPERS {
+        let guarded = guarded_words(words);
+        for (n, p) in patterns.iter().enumerate() {
+            if !p.admits_guarded(words, &[]) {
+                continue;
+            }
+            let fixed = p.words.len() - usize::from(p.open_ended);
+            let starred = |i: usize| {
+                if i < fixed {
+                    p.words[i].contains(&Piece::Star)
+                } else {
+                    p.open_ended
+                }
+            };
+            if let Some(&(i, why)) = guarded.iter().find(|&&(i, _)| starred(i)) {
+                return Some(Kept {
+                    pattern: n,
+                    word: words[i].clone(),
+                    why,
+                });
+            }
+        }
+        match read_wrapper(words)
+            .filter(|w| w.transparent)
+            .map(|w| w.inner)
+        {
+            Some(Inner::Words(i)) => words = &words[i..],
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// How deeply transparent wrappers are read through.
+const MAX_WRAPPERS: usize = 8;
+
+/// Admits one simple command with `patterns`: a pattern that matches it as written, or, for a
+/// transparent wrapper (`timeout`, `nice`, `nohup`, `time`, `stdbuf`, `command`, `env` with
+/// assignments only, a shell's `-c SCRIPT`), the inner command admitted on its own (each of a
+/// script's commands). An opaque wrapper (`sudo`, `doas`, `xargs`, `watch`, `exec`) is
+/// admitted only by a pattern that names it.
+pub(crate) fn admit(
+    patterns: &[&Pattern],
+    words: &[String],
+) -> Result<Vec<Admission>, NotAdmitted> {
+    admit_at(patterns, words, 0, false)
+}
+
+fn admit_at(
+    patterns: &[&Pattern],
+    words: &[String],
+    depth: usize,
+    inner: bool,
+) -> Result<Vec<Admission>, NotAdmitted> {
+    let guarded: Vec<usize> = guarded_words(words).into_iter().map(|(i, _)| i).collect();
+    if let Some(found) = patterns
+        .iter()
+        .position(|p| p.admits_guarded(words, &guarded))
+    {
+        return Ok(vec![Admission {
+            pattern: found,
+            inner: inner.then(|| join_words(words)),
+        }]);
+    }
+    let wrapped = read_wrapper(words).filter(|w| w.transparent && depth < MAX_WRAPPERS);
+    match wrapped.map(|w| w.inner) {
+        Some(Inner::Words(i)) => admit_at(patterns, &words[i..], depth + 1, true),
+        Some(Inner::Script(i)) => {
+            let commands = parse_command_line(&words[i]).map_err(NotAdmitted::Refused)?;
+            let mut all = Vec::with_capacity(commands.len());
+            for simple in commands {
+                all.extend(admit_at(patterns, &simple.words, depth + 1, true)?);
+            }
+            Ok(all)
+        }
+        _ => Err(NotAdmitted::Command),
     }
 }
 
@@ -244,7 +381,9 @@ pub fn pattern_matches(pattern: &str, command: &str) -> bool {
         return false;
     };
     match parse_command_line(command) {
-        Ok(parts) => parts.iter().all(|part| pattern.admits(&part.words)),
+        Ok(parts) => parts
+            .iter()
+            .all(|part| admit(&[&pattern], &part.words).is_ok()),
         Err(_) => false,
     }
 }
@@ -327,6 +466,10 @@ pub struct PartTest {
     pub words: Vec<String>,
     /// True when the pattern matches it.
     pub admitted: bool,
+    /// The command read through its wrappers, when that is what the pattern admitted
+    /// (`npm test` of `timeout 5 npm test`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner: Option<String>,
 }
 
 /// Shows what `pattern` would admit of `command`, part by part, writing nothing.
@@ -348,11 +491,17 @@ pub fn test_pattern(pattern: &str, command: &str) -> Result<PatternTest, Error> 
         Ok(parts) => (
             parts
                 .into_iter()
-                .map(|part| PartTest {
-                    text: command[part.range.clone()].to_owned(),
-                    admitted: parsed.admits(&part.words),
-                    range: part.range,
-                    words: part.words,
+                .map(|part| {
+                    let admission = admit(&[&parsed], &part.words);
+                    PartTest {
+                        text: command[part.range.clone()].to_owned(),
+                        admitted: admission.is_ok(),
+                        inner: admission
+                            .ok()
+                            .and_then(|a| a.into_iter().find_map(|a| a.inner)),
+                        range: part.range,
+                        words: part.words,
+                    }
                 })
                 .collect::<Vec<_>>(),
             None,

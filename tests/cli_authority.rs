@@ -343,7 +343,7 @@ fn pattern_add_list_and_remove_print_in_text_and_json(engine: Engine) -> TestRes
     );
     assert_eq!(
         fx.json(&["pattern", "add", "reviewer", "git *", "--actor", "bob"])?,
-        json!({ "session": "reviewer", "pattern": "git *", "added": true })
+        json!({ "session": "reviewer", "pattern": "git *", "added": true, "warnings": [] })
     );
     let out = ok_unchanged(&fx, &["--json", "pattern", "add", "reviewer", "git *"])?;
     assert_eq!(

@@ -1895,7 +1895,7 @@ impl Harness {
                             chain: posture.chain.clone(),
                             epoch: posture.epoch,
                         },
-                        Reason::TrustReads { posture } => MReason::TrustReads {
+                        Reason::TrustReads { posture, .. } => MReason::TrustReads {
                             chain: posture.chain.clone(),
                             epoch: posture.epoch,
                         },
@@ -1933,7 +1933,7 @@ impl Harness {
                     // the pattern, who granted the scope.
                     let what = format!("decide {id}: reason");
                     match &r.reason {
-                        Reason::Trust { posture } | Reason::TrustReads { posture } => {
+                        Reason::Trust { posture } | Reason::TrustReads { posture, .. } => {
                             let want = self.model.postures.get(id.as_str());
                             compare_posture(&what, want, Some(posture), self.model.epoch)?;
                         }

@@ -429,7 +429,7 @@ fn a_decision_names_a_direct_grant_with_a_chain_of_one_and_under_trust_reads_say
     f.ledger.grant("reader", PostureLevel::TrustReads, "op")?;
     f.ledger.create_child("reader-child", "reader", "op")?;
     let d = f.ledger.decide("reader-child", "cat README.md", true)?;
-    let Reason::TrustReads { posture } = d.reason else {
+    let Reason::TrustReads { posture, .. } = d.reason else {
         panic!("expected trust_reads, got {:?}", d.reason);
     };
     assert_eq!(posture.chain, ["reader", "reader-child"]);

@@ -309,8 +309,17 @@ impl Walk<'_> {
                 double_quoted(inner, node.start_byte() + 1)
             }
             "concatenation" => {
+                let children = touching_children(node)?;
+                // Unquoted pieces only (the grammar splits `stash@{0}` at each brace): read as
+                // the one stretch of unquoted text they are, so braces meet their partners.
+                if children
+                    .iter()
+                    .all(|c| matches!(c.kind(), "word" | "number"))
+                {
+                    return self.unquoted(text, node.start_byte());
+                }
                 let mut word = Vec::new();
-                for child in touching_children(node)? {
+                for child in children {
                     if child.kind() == "concatenation" {
                         return Err(refuse_node(child));
                     }
@@ -349,7 +358,20 @@ impl Walk<'_> {
                 '~' if i == 0 || matches!(before, Some('=' | ':')) => {
                     return Err(refusal(Construct::TildeExpansion, at))
                 }
-                '{' | '}' => return Err(refusal(Construct::BraceExpansion, at)),
+                // Bash expands braces only around an unquoted comma or a sequence (`{a,b}`,
+                // `{1..3}`); `{}` and `stash@{0}` stand for themselves. A brace whose partner
+                // is not in this same stretch of unquoted text is refused, as is any other.
+                '{' => match literal_braces(&text[i..]) {
+                    Some(len) => {
+                        current.push_str(&text[i..i + len]);
+                        for _ in 1..len {
+                            chars.next();
+                        }
+                        prev = Some('}');
+                    }
+                    None => return Err(refusal(Construct::BraceExpansion, at)),
+                },
+                '}' => return Err(refusal(Construct::BraceExpansion, at)),
                 '$' => return Err(refusal(Construct::ParameterExpansion, at)),
                 '`' => return Err(refusal(Construct::CommandSubstitution, at)),
                 '#' if i == 0 => return Err(refusal(Construct::Comment, at)),
@@ -370,6 +392,18 @@ impl Walk<'_> {
         }
         Ok(word)
     }
+}
+
+/// The length of `{...}` at the start of `text` when bash leaves it as it is: a closing brace
+/// in the same text, and between them no comma, no `..`, no other brace, and nothing else
+/// that the caller would have to read (a backslash, a quote, an expansion, a glob).
+fn literal_braces(text: &str) -> Option<usize> {
+    let close = text.find('}')?;
+    let inside = &text[1..close];
+    let plain = inside
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'@' | b':' | b'/' | b'+'));
+    (plain && !inside.contains("..")).then_some(close + 1)
 }
 
 /// The inside of `"..."`: a backslash keeps `$`, `` ` ``, `"`, `\` and removes a newline;

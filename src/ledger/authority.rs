@@ -2,9 +2,9 @@
 //! override scopes), and the decisions and explanations they give.
 
 use crate::authority::{self, Authority};
-use crate::decisions::{self, Decision, Explanation};
+use crate::decisions::{self, Decision, Explanation, ReadOnly};
 use crate::error::{InputError, Result};
-use crate::grants::{self, AlsoRevoke, CommandPattern};
+use crate::grants::{self, AlsoRevoke, CommandPattern, NewPattern, PatternAdded, PatternReview};
 use crate::labels;
 use crate::model::{validate_actor, Id, Posture, PostureLevel, Scope};
 use crate::postures::{self, validate_preview_token, EpochStart, Propagation, Revocation};
@@ -219,10 +219,64 @@ impl Ledger {
         must_match: &[S],
         must_not_match: &[S],
     ) -> Result<bool> {
+        let mut checks = NewPattern::new();
+        checks.must_match = must_match.iter().map(|s| s.as_ref().to_owned()).collect();
+        checks.must_not_match = must_not_match
+            .iter()
+            .map(|s| s.as_ref().to_owned())
+            .collect();
+        self.add_pattern_checked(id, pattern, actor, &checks)
+            .map(|added| added.added)
+    }
+
+    /// Allows a command pattern for one live session after the checks `checks` names: a
+    /// pattern that admits any command (a lone `*`, a wildcard as the program, `sudo *`,
+    /// `bash -c *`, `env *`, `xargs *`) is refused unless
+    /// [`NewPattern::admit_any_command`] says otherwise, and examples must agree. Returns
+    /// whether it was added and the warnings it raises (a wildcard where `rm`, `dd` or
+    /// `chmod -R` takes its target).
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::add_pattern`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use session_ledger::{Ledger, NewPattern};
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("worker", "alice")?;
+    /// assert!(ledger.add_pattern_checked("worker", "sudo *", "alice", &NewPattern::new()).is_err());
+    /// let added = ledger.add_pattern_checked("worker", "rm -rf build/*", "alice", &NewPattern::new())?;
+    /// assert!(added.added);
+    /// assert_eq!(added.warnings.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn add_pattern_checked(
+        &self,
+        id: &str,
+        pattern: &str,
+        actor: &str,
+        checks: &NewPattern,
+    ) -> Result<PatternAdded> {
         let id = Id::parse(id)?;
-        grants::check_new_pattern(pattern, must_match, must_not_match)?;
+        let warnings = grants::check_new_pattern(pattern, checks)?;
         validate_actor(actor)?;
-        self.write(|tx, now| grants::add_pattern(tx, id, pattern, actor, now))
+        let added = self.write(|tx, now| grants::add_pattern(tx, id, pattern, actor, now))?;
+        Ok(PatternAdded { added, warnings })
+    }
+
+    /// Every stored pattern of a live session that admits less than it did before wildcards
+    /// were kept from words that run programs or write files and wrappers were read through
+    /// ([`Pattern::narrowed`](crate::Pattern::narrowed)): the lines such a pattern approved
+    /// and now asks about. An upgrade check: it reads every pattern of the live sessions.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Storage`](crate::Error::Storage).
+    pub fn review_patterns(&self) -> Result<Vec<PatternReview>> {
+        let now = self.wall_clock();
+        self.storage.snapshot(|r| grants::review_patterns(r, now))
     }
 
     /// Removes a command pattern from a session, live or ended, including one that this build
@@ -291,9 +345,11 @@ impl Ledger {
     }
 
     /// May `id` run `command` now? Approve or ask, with the reason (rule A2): an ended or
-    /// unknown session asks; `trust` approves; `trust_reads` approves a command the caller
-    /// classified as `read_only`; patterns approve a line whose every simple command one of the
-    /// session's patterns admits; a live scope approves; otherwise ask. Postures of an earlier
+    /// unknown session asks; `trust` approves; `trust_reads` approves a command that is
+    /// read-only, as the caller says (`true`, [`ReadOnly::Yes`]) or as the ledger's classifier
+    /// finds ([`ReadOnly::Classify`], [`classify`](crate::classify)); patterns approve a line
+    /// whose every simple command one of the session's patterns admits, wrappers read through;
+    /// a live scope approves; otherwise ask. Postures of an earlier
     /// epoch do not count. Indexed reads, no write, except that a spawned id of a recorded
     /// session seen for the first time is allocated first (rule P3).
     ///
@@ -310,9 +366,19 @@ impl Ledger {
     /// ledger.grant("conductor", PostureLevel::TrustReads, "alice")?;
     /// assert_eq!(ledger.decide("conductor", "ls -la", true)?.verdict, Verdict::Approve);
     /// assert_eq!(ledger.decide("conductor", "rm -rf build", false)?.verdict, Verdict::Ask);
+    /// // Or let the ledger classify the command:
+    /// use session_ledger::ReadOnly;
+    /// assert_eq!(ledger.decide("conductor", "git log -3", ReadOnly::Classify)?.verdict, Verdict::Approve);
+    /// assert_eq!(ledger.decide("conductor", "find . -delete", ReadOnly::Classify)?.verdict, Verdict::Ask);
     /// # Ok(()) }
     /// ```
-    pub fn decide(&self, id: &str, command: &str, read_only: bool) -> Result<Decision> {
+    pub fn decide(
+        &self,
+        id: &str,
+        command: &str,
+        read_only: impl Into<ReadOnly>,
+    ) -> Result<Decision> {
+        let read_only = read_only.into();
         let id = Id::parse(id)?;
         if command.is_empty() {
             return Err(InputError::EmptyCommand.into());

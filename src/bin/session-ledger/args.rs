@@ -267,9 +267,22 @@ pub enum LedgerCommand {
         /// The session's id.
         id: String,
         /// The caller classified the command as read-only.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "classify")]
         read_only: bool,
-        /// The command line, after `--`.
+        /// The ledger classifies the command (as `classify` does), for a session that holds
+        /// trust_reads.
+        #[arg(long)]
+        classify: bool,
+        /// The command line after `--`: one argument is the line as the shell reads it; several
+        /// are its words, each quoted back as one word.
+        #[arg(required = true, last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Say whether a command line is known to only read, and the word that decided; writes
+    /// nothing and needs no ledger (docs/patterns.md lists the rules).
+    Classify {
+        /// The command line after `--`: one argument is the line as the shell reads it; several
+        /// are its words, each quoted back as one word.
         #[arg(required = true, last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
@@ -416,6 +429,10 @@ pub enum PatternCommand {
         /// A command line the pattern must not admit; refused, writing nothing, if it does.
         #[arg(long = "not-match", value_name = "EXAMPLE")]
         must_not_match: Vec<String>,
+        /// Store a pattern that admits any command (a lone *, `sudo *`, `bash -c *`, `env *`,
+        /// `xargs *`), which is refused without this.
+        #[arg(long)]
+        admit_any_command: bool,
         /// Who is doing this.
         #[arg(long, value_name = "NAME")]
         actor: Option<String>,
@@ -425,10 +442,15 @@ pub enum PatternCommand {
     Test {
         /// The pattern.
         pattern: String,
-        /// The command line, after `--`.
+        /// The command line after `--`: one argument is the line as the shell reads it; several
+        /// are its words, each quoted back as one word.
         #[arg(required = true, last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// List the stored patterns of live sessions that admit less than before wildcards were
+    /// kept from words that run programs or write files (`git *` no longer admits
+    /// `git -c ...`), and those that would be refused if added now; an upgrade check.
+    Review,
     /// Remove a command pattern from a session.
     Remove {
         /// The session's id.

@@ -39,6 +39,16 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The command line a command was given after `--`: one argument is the line itself, read as
+/// the shell would read it; several are its words, each quoted back as one word (a shell has
+/// already removed their quotes, so `-- git status '>' x` is the word `>`, not a redirection).
+pub fn command_line(args: &[String]) -> String {
+    match args {
+        [line] => line.clone(),
+        words => session_ledger::join_words(words),
+    }
+}
+
 /// Who a command acts as: `--actor`, else the context's default, else [`actor`]'s answer.
 pub fn acting(ctx: &Context<'_>, explicit: &Option<String>) -> Result<String, CliError> {
     match (explicit, ctx.default_actor) {

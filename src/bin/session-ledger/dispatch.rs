@@ -188,8 +188,16 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         LedgerCommand::Decide {
             id,
             read_only,
+            classify,
             command,
-        } => authority::decide(ctx, id, *read_only, command),
+        } => {
+            let read_only = match (*read_only, *classify) {
+                (_, true) => session_ledger::ReadOnly::Classify,
+                (read_only, false) => read_only.into(),
+            };
+            authority::decide(ctx, id, read_only, command)
+        }
+        LedgerCommand::Classify { command } => authority::classify(command),
         LedgerCommand::Epoch(command) => authority::epoch(ctx, command),
         LedgerCommand::Checkpoint(CheckpointCommand::Keygen { key, name }) => {
             checkpoints::keygen(key, name)

@@ -11,10 +11,10 @@ use std::io::Write;
 
 use serde_json::json;
 use session_ledger::{
-    AuditEntry, AuditHead, Authority, CheckReport, CheckpointVerification, CommandPattern, Copied,
-    Created, Decision, Ended, EpochStart, Explanation, PatternTest, Posture, RaiseOutcome,
-    ReceiptCheck, RecordedCheckpoint, Revocation, Scope, SessionState, SignedCheckpoint, TreeNode,
-    Verification,
+    AuditEntry, AuditHead, Authority, CheckReport, CheckpointVerification, Classification,
+    CommandPattern, Copied, Created, Decision, Ended, EpochStart, Explanation, PatternAdded,
+    PatternReview, PatternTest, Posture, RaiseOutcome, ReceiptCheck, RecordedCheckpoint,
+    Revocation, Scope, SessionState, SignedCheckpoint, TreeNode, Verification,
 };
 
 use crate::error::CliError;
@@ -71,12 +71,17 @@ pub enum Report {
     Revoked(Revocation),
     /// `pattern test`.
     PatternTested(PatternTest),
-    /// `pattern add`: `added` is false when the session already had the pattern.
+    /// `pattern add`: whether it was added (false when the session already had it), and its
+    /// warnings.
     PatternAdded {
         id: String,
         pattern: String,
-        added: bool,
+        added: PatternAdded,
     },
+    /// `pattern review`.
+    PatternReviews(Vec<PatternReview>),
+    /// `classify`.
+    Classified(Classification),
     /// `pattern remove`.
     PatternRemoved { id: String, pattern: String },
     /// `pattern list`.
@@ -234,15 +239,41 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::PatternAdded { id, pattern, added } => emit(
             out,
             json,
-            &json!({ "session": id, "pattern": pattern, "added": added }),
+            &json!({
+                "session": id,
+                "pattern": pattern,
+                "added": added.added,
+                "warnings": added.warnings,
+            }),
             || {
-                if *added {
+                let mut text = if added.added {
                     format!("{id}: pattern {pattern:?} added")
                 } else {
                     format!("{id}: already had pattern {pattern:?}; nothing changed")
+                };
+                for warning in &added.warnings {
+                    text.push_str(&format!("\n  warning: {warning}"));
                 }
+                text
             },
         ),
+        Report::PatternReviews(reviews) => listing(out, format, reviews, |out| {
+            if reviews.is_empty() {
+                writeln!(
+                    out,
+                    "no stored pattern of a live session admits less than before"
+                )?;
+            }
+            for r in reviews {
+                writeln!(
+                    out,
+                    "{}: pattern {:?} (added by {}): {}",
+                    r.session, r.pattern, r.added_by, r.reason
+                )?;
+            }
+            Ok(())
+        }),
+        Report::Classified(c) => emit(out, json, c, || authority::describe_classification(c)),
         Report::PatternRemoved { id, pattern } => emit(
             out,
             json,

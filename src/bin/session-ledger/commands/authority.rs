@@ -1,12 +1,13 @@
 //! The commands on authority: postures (`trust`, `revoke`, `revoke-all`), the grants judged for
-//! one session (`pattern`, `scope`), a decision (`decide`), what may approve for a session now
+//! one session (`pattern`, `scope`), a decision (`decide`) and the read-only classifier it can
+//! use (`classify`), what may approve for a session now
 //! (`authority`) and why a session holds what it holds (`explain`), and the posture epochs
 //! (`epoch`).
 
-use session_ledger::{AlsoRevoke, PostureLevel, Propagation};
+use session_ledger::{AlsoRevoke, NewPattern, PostureLevel, Propagation, ReadOnly};
 
 use crate::args::{AlsoRevokeArgs, EpochCommand, PatternCommand, ScopeCommand};
-use crate::context::{acting, open_existing, open_for_reading, Context};
+use crate::context::{acting, command_line, open_existing, open_for_reading, Context};
 use crate::error::CliError;
 use crate::render::Report;
 
@@ -104,29 +105,30 @@ pub fn authority(ctx: &Context<'_>, id: &str) -> Result<Report, CliError> {
 pub fn pattern(ctx: &Context<'_>, command: &PatternCommand) -> Result<Report, CliError> {
     match command {
         PatternCommand::Test { pattern, command } => Ok(Report::PatternTested(
-            session_ledger::test_pattern(pattern, &command.join(" "))?,
+            session_ledger::test_pattern(pattern, &command_line(command))?,
         )),
         PatternCommand::Add {
             id,
             pattern,
             must_match,
             must_not_match,
+            admit_any_command,
             actor,
         } => {
             let ledger = open_existing(ctx.db)?;
-            let added = ledger.add_pattern_with_examples(
-                id,
-                pattern,
-                &acting(ctx, actor)?,
-                must_match,
-                must_not_match,
-            )?;
+            let mut checks = NewPattern::new().admit_any_command(*admit_any_command);
+            checks.must_match.clone_from(must_match);
+            checks.must_not_match.clone_from(must_not_match);
+            let added = ledger.add_pattern_checked(id, pattern, &acting(ctx, actor)?, &checks)?;
             Ok(Report::PatternAdded {
                 id: id.clone(),
                 pattern: pattern.clone(),
                 added,
             })
         }
+        PatternCommand::Review => Ok(Report::PatternReviews(
+            open_for_reading(ctx)?.review_patterns()?,
+        )),
         PatternCommand::Remove { id, pattern, actor } => {
             let ledger = open_existing(ctx.db)?;
             ledger.remove_pattern(id, pattern, &acting(ctx, actor)?)?;
@@ -173,15 +175,22 @@ pub fn scope(ctx: &Context<'_>, command: &ScopeCommand) -> Result<Report, CliErr
 pub fn decide(
     ctx: &Context<'_>,
     id: &str,
-    read_only: bool,
+    read_only: ReadOnly,
     command: &[String],
 ) -> Result<Report, CliError> {
     let ledger = open_existing(ctx.db)?;
     Ok(Report::Decided(ledger.decide(
         id,
-        &command.join(" "),
+        &command_line(command),
         read_only,
     )?))
+}
+
+/// `classify`: whether a command line is known to only read; needs no ledger.
+pub fn classify(command: &[String]) -> Result<Report, CliError> {
+    Ok(Report::Classified(session_ledger::classify(&command_line(
+        command,
+    ))))
 }
 
 /// `explain`: the label, the posture chain, the grants and the audit rows of `id`.

@@ -4,8 +4,9 @@
 use std::io::Write;
 
 use session_ledger::{
-    Affected, Authority, CommandPattern, Decision, Grant, PatternTest, Posture, PostureLevel,
-    PostureSource, Reason, Revocation, RevocationKind, Scope, StandingGrant, Verdict, Withheld,
+    Affected, Authority, Classification, CommandPattern, Decision, Grant, PatternTest, Posture,
+    PostureLevel, PostureSource, Reason, Revocation, RevocationKind, Scope, StandingGrant, Verdict,
+    Withheld,
 };
 
 use super::{count, json_line, widest};
@@ -34,19 +35,40 @@ pub fn posture_words(p: &Posture) -> String {
 /// why none did.
 pub fn describe_decision(d: &Decision) -> String {
     let why = match &d.reason {
-        Reason::Trust { posture } | Reason::TrustReads { posture } => posture_words(posture),
+        Reason::Trust { posture } => posture_words(posture),
+        Reason::TrustReads {
+            posture,
+            classification,
+        } => match classification {
+            Some(c) => format!(
+                "{}; the ledger classifies it read-only ({})",
+                posture_words(posture),
+                c.parts
+                    .iter()
+                    .map(|p| p.word.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => posture_words(posture),
+        },
         Reason::Pattern {
             pattern,
             added_by,
             parts,
-        } if parts.len() <= 1 => format!("pattern {pattern:?} added by {added_by}"),
+        } if parts.len() <= 1 => format!(
+            "pattern {pattern:?} added by {added_by}{}",
+            read_through(parts.first().and_then(|p| p.inner.as_deref()))
+        ),
         Reason::Pattern { parts, .. } => {
             let each: Vec<String> = parts
                 .iter()
                 .map(|p| {
                     format!(
-                        "{:?} by pattern {:?} (added by {})",
-                        p.part.text, p.pattern, p.added_by
+                        "{:?}{} by pattern {:?} (added by {})",
+                        p.part.text,
+                        read_through(p.inner.as_deref()),
+                        p.pattern,
+                        p.added_by
                     )
                 })
                 .collect();
@@ -67,18 +89,33 @@ pub fn describe_decision(d: &Decision) -> String {
             lapsed_epoch,
             unadmitted,
             refused,
+            classification,
+            kept,
         } => {
-            let base = match (reads_only, lapsed_epoch) {
-                (true, _) => "trust_reads covers read-only commands only".to_owned(),
-                (_, Some(epoch)) => format!("its posture lapsed with epoch {epoch}"),
+            let base = match (reads_only, lapsed_epoch, classification) {
+                (true, _, Some(c)) => format!(
+                    "trust_reads covers read-only commands only, and this one is not: {:?}: {}",
+                    c.word, c.reason
+                ),
+                (true, _, None) => "trust_reads covers read-only commands only".to_owned(),
+                (_, Some(epoch), _) => format!("its posture lapsed with epoch {epoch}"),
                 _ => "no posture, pattern or scope admits it".to_owned(),
             };
             match (refused, unadmitted) {
                 (Some(r), _) => format!("{base}; no pattern ever admits {r}"),
-                (_, Some(p)) => format!(
-                    "{base}; no pattern admits the part {:?} at bytes {}..{}",
-                    p.text, p.range.start, p.range.end
-                ),
+                (_, Some(p)) => {
+                    let mut text = format!(
+                        "{base}; no pattern admits the part {:?} at bytes {}..{}",
+                        p.text, p.range.start, p.range.end
+                    );
+                    if let Some(k) = kept {
+                        text.push_str(&format!(
+                            ": the wildcard of pattern {:?} does not stand for {:?} ({})",
+                            k.pattern, k.word, k.why
+                        ));
+                    }
+                    text
+                }
                 _ => base,
             }
         }
@@ -89,6 +126,45 @@ pub fn describe_decision(d: &Decision) -> String {
         Verdict::Ask => "ask",
     };
     format!("{verdict}: {why}")
+}
+
+/// `classify`'s text: the verdict and the word that decided; each part on a line of its own
+/// when the line has several.
+pub fn describe_classification(c: &Classification) -> String {
+    let verdict = |read_only: bool, word: &str, reason: &str, through: &[&str]| {
+        let through = if through.is_empty() {
+            String::new()
+        } else {
+            format!(", read through {}", through.join(", "))
+        };
+        if read_only {
+            format!("read-only: {word:?} {reason}{through}")
+        } else {
+            format!("not read-only: {word:?}: {reason}{through}")
+        }
+    };
+    let mut text = match c.parts.as_slice() {
+        [one] => verdict(one.read_only, &one.word, &one.reason, &one.through),
+        _ => verdict(c.read_only, &c.word, &c.reason, &[]),
+    };
+    if c.parts.len() > 1 {
+        for (n, p) in c.parts.iter().enumerate() {
+            text.push_str(&format!(
+                "\n  part {}: {:?}: {}",
+                n + 1,
+                p.text,
+                verdict(p.read_only, &p.word, &p.reason, &p.through)
+            ));
+        }
+    }
+    text
+}
+
+/// `, read through to "npm test"` when a pattern admitted a wrapper's inner command.
+fn read_through(inner: Option<&str>) -> String {
+    inner
+        .map(|i| format!(", read through to {i:?}"))
+        .unwrap_or_default()
 }
 
 /// The sessions a revocation changed (or would change, or left holding a posture), one line

@@ -1,0 +1,64 @@
+//! Words back into a line: quoting each word so that the shell (and this crate's grammar)
+//! reads the same words again, as Python's `shlex.join` does.
+
+/// Joins words into a command line that parses back into the same words: a word of plain
+/// characters stays as it is, any other is single-quoted (a `'` inside written `'"'"'`).
+///
+/// ```
+/// use session_ledger::{join_words, parse_command_line};
+/// let line = join_words(&["bash", "-c", "rm -rf /", "it's"]);
+/// assert_eq!(line, r#"bash -c 'rm -rf /' 'it'"'"'s'"#);
+/// assert_eq!(parse_command_line(&line).unwrap()[0].words, ["bash", "-c", "rm -rf /", "it's"]);
+/// assert_eq!(join_words(&["git", "status", ">", "/etc/passwd"]), "git status '>' /etc/passwd");
+/// ```
+pub fn join_words<S: AsRef<str>>(words: &[S]) -> String {
+    let mut line = String::new();
+    for (i, word) in words.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        quote_into(word.as_ref(), &mut line);
+    }
+    line
+}
+
+fn plain(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b))
+}
+
+fn quote_into(word: &str, out: &mut String) {
+    if plain(word) {
+        out.push_str(word);
+        return;
+    }
+    out.push('\'');
+    out.push_str(&word.replace('\'', r#"'"'"'"#));
+    out.push('\'');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::parse_command_line;
+
+    #[test]
+    fn joined_words_parse_back_into_the_same_words() {
+        use proptest::prelude::*;
+        let word = prop::string::string_regex("[a-z'\" ;|&$`*?~{}()<>#=\\\\\t-]{0,6}").unwrap();
+        let mut runner = proptest::test_runner::TestRunner::default();
+        runner
+            .run(&prop::collection::vec(word, 1..6), |words| {
+                // A leading NAME=value is read as an assignment, which is still the same word.
+                let line = join_words(&words);
+                let parsed = parse_command_line(&line)
+                    .map_err(|r| TestCaseError::fail(format!("{line:?}: {r}")))?;
+                prop_assert_eq!(parsed.len(), 1);
+                prop_assert_eq!(&parsed[0].words, &words, "{:?}", line);
+                Ok(())
+            })
+            .unwrap();
+    }
+}
