@@ -349,9 +349,12 @@ def _routes(app: FastAPI, c: Console) -> None:
         return session_view(request, id)
 
     @app.get("/session/{id}/facts", response_class=HTMLResponse)
-    def session_facts_fragment(id: str) -> HTMLResponse:
+    def session_facts_fragment(request: Request, id: str) -> HTMLResponse:
+        """The facts again when the ledger changes: with the operator's CSRF token, for the
+        remove and revoke forms of its patterns and scopes."""
         try:
-            return fragment("session_facts.html", id=id, **session_facts(id))
+            facts = session_facts(id)
+            return fragment("session_facts.html", id=id, operator=_operator(request), csrf_field=CSRF_FIELD, **facts)
         except LedgerError as e:
             return HTMLResponse(f'<p class="error">{text.visible(e)}</p>', status_code=404)
 
