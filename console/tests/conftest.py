@@ -105,7 +105,7 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
         join = "&" if "?" in base else "?"
         place = Place("postgres", f"{base}{join}options=-c%20search_path%3D{schema}%2Cpublic", tmp_path)
         request.addfinalizer(lambda: _sql(base, f"DROP SCHEMA {schema} CASCADE"))
-    place.open()
+    place.open(create=True)
     yield place
     for ledger in place.opened:
         ledger.close()

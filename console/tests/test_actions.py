@@ -44,6 +44,9 @@ def test_a_local_revoke_lists_the_descendants_that_still_hold_and_ending_greys_a
     end.locator("[name=confirm]").fill("worker-2")
     end.get_by_role("button", name="End worker-2 and 2 sub-agents").click()
     expect(page.locator(".badge.ended")).to_have_text("ended")
+    expect(page.locator(".flash.done")).to_have_text(
+        "Ended worker-2 and 2 spawned sub-agents: sub-worker-2-1, sub-sub-worker-2-1-1."
+    )
     assert not ledger.session("sub-sub-worker-2-1-1").live  # type: ignore[union-attr]
     page.goto(console.link("/?open=conductor~50"))
     expect(page.locator('li.node.ended[data-id="worker-2"]')).to_have_count(1)

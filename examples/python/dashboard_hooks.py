@@ -89,7 +89,7 @@ def trust_off(ledger: Ledger, session_id: str, confirm: Callable[[Revocation], b
 
 
 def main(path_or_url: str) -> None:
-    with Ledger(path_or_url) as ledger:
+    with Ledger(path_or_url, create=True) as ledger:
         on_boot(ledger)
         create_session(ledger, "conductor", creator=None)
         trust_on(ledger, "conductor")

@@ -108,7 +108,7 @@ def main() -> None:
     print(f"load average at start: {load()}")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "ledger.db"
-        with Ledger(path, creation_rate=(1_000_000, 1.0)) as builder:
+        with Ledger(path, create=True, creation_rate=(1_000_000, 1.0)) as builder:
             builder.create_root("trusted", actor=ACTOR)
             builder.grant("trusted", "trust", actor=ACTOR)
             trusted = grow_tree(builder, "trusted", args.sessions)

@@ -150,6 +150,10 @@ arguments! {
     read_only: flag -> bool;
     untrusted: flag -> bool;
     fast: flag -> bool;
+    create: flag -> bool;
+    unchecked: flag -> bool;
+    scopes: flag -> bool;
+    patterns: flag -> bool;
     durable: optional_flag -> Option<bool>;
     durable_postures: optional_flag -> Option<bool>;
     before: optional_whole -> Option<i64>;

@@ -13,15 +13,18 @@ use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use session_ledger as sl;
-use sl::{AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise, Taint};
+use sl::{
+    AlsoRevoke, AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise,
+    RevocationKind, Taint,
+};
 
 use crate::arguments;
 use crate::checkpoints;
 use crate::errors::{self, Class};
 use crate::levels::TreeLevel;
 use crate::values::{
-    AuditEntry, AuditHead, Created, Decision, EpochStart, Explanation, Posture, RaiseOutcome,
-    Revocation, Scope, Session, SessionState, TreeNode, Verification,
+    AuditEntry, AuditHead, Authority, Created, Decision, Ended, EpochStart, Explanation, Posture,
+    RaiseOutcome, Revocation, Scope, Session, SessionState, TreeNode, Verification,
 };
 
 /// An open ledger: a SQLite file or a PostgreSQL database. Safe to share between threads;
@@ -114,8 +117,11 @@ fn config(
     creation_rate: Option<&Bound<'_, PyAny>>,
     durable_postures: Option<bool>,
     read_only: bool,
+    create: bool,
 ) -> PyResult<Config> {
-    let mut config = Config::default().read_only(read_only);
+    let mut config = Config::default()
+        .read_only(read_only)
+        .create_if_missing(create);
     if let Some(depth) = max_depth {
         config = config.max_depth(to_u32(py, "max_depth", "invalid_config", depth)?);
     }
@@ -174,15 +180,18 @@ impl PyLedger {
 
 #[pymethods]
 impl PyLedger {
-    /// Opens (creating if needed) the ledger at `path_or_url`.
+    /// Opens the ledger at `path_or_url`; creates one there only when `create` is true (the
+    /// command line's rule: a mistyped path is an error, not a new empty ledger).
     #[new]
     #[pyo3(signature = (
-        path_or_url, *, max_depth=None, max_live_children=None, creation_rate=None,
+        path_or_url, *, create=false, max_depth=None, max_live_children=None, creation_rate=None,
         durable_postures=None, read_only=false
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         #[pyo3(from_py_with = arguments::path_or_url)] path_or_url: PathBuf,
+        #[pyo3(from_py_with = arguments::create)] create: bool,
         #[pyo3(from_py_with = arguments::max_depth)] max_depth: Option<i64>,
         #[pyo3(from_py_with = arguments::max_live_children)] max_live_children: Option<i64>,
         creation_rate: Option<Bound<'_, PyAny>>,
@@ -196,10 +205,20 @@ impl PyLedger {
             creation_rate.as_ref(),
             durable_postures,
             read_only,
+            create,
         )?;
         let ledger = py
             .detach(|| Ledger::open_with(&path_or_url, config))
-            .map_err(|e| errors::to_py(py, e))?;
+            .map_err(|e| match e {
+                sl::Error::Storage(sl::StorageError::NoLedger(_)) => errors::raise(
+                    py,
+                    Class::StorageError,
+                    format!("{e} (Ledger(..., create=True) creates one)"),
+                    e.kind(),
+                    None,
+                ),
+                e => errors::to_py(py, e),
+            })?;
         Ok(PyLedger {
             location: ledger.location().to_string(),
             inner: Mutex::new(Some(Arc::new(ledger))),
@@ -300,15 +319,16 @@ impl PyLedger {
         .map(RaiseOutcome::from)
     }
 
-    /// Ends a live session (and its spawned sub-agents); it stays as a tombstone.
+    /// Ends a live session and its spawned sub-agents, which the answer names; each stays as
+    /// a tombstone.
     #[pyo3(signature = (id, *, actor))]
     fn end(
         &self,
         py: Python<'_>,
         #[pyo3(from_py_with = arguments::id)] id: String,
         #[pyo3(from_py_with = arguments::actor)] actor: String,
-    ) -> PyResult<Session> {
-        self.call(py, |l| l.end(&id, &actor)).map(Session::from)
+    ) -> PyResult<Ended> {
+        self.call(py, |l| l.end(&id, &actor)).map(Ended::from)
     }
 
     /// The recorded session with this id, or `None`.
@@ -380,9 +400,13 @@ impl PyLedger {
             .map(|p| p.map(Posture::from))
     }
 
-    /// Revokes postures from `id`: `"local"`, `"cascade"` (bound to a preview by `token`) or
-    /// `"preview"`. There is no default.
-    #[pyo3(signature = (id, propagation, *, actor, token=None))]
+    /// Revokes postures from `id`: `"local"`, `"cascade"` (bound to a preview by `token`, or
+    /// to nothing with `unchecked=True`) or `"preview"`. There is no default. `scopes` and
+    /// `patterns` also take the standing grants of the sessions it reaches.
+    #[pyo3(signature = (
+        id, propagation, *, actor, token=None, unchecked=false, scopes=false, patterns=false
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn revoke(
         &self,
         py: Python<'_>,
@@ -390,35 +414,107 @@ impl PyLedger {
         #[pyo3(from_py_with = arguments::propagation)] propagation: String,
         #[pyo3(from_py_with = arguments::actor)] actor: String,
         #[pyo3(from_py_with = arguments::token)] token: Option<String>,
+        #[pyo3(from_py_with = arguments::unchecked)] unchecked: bool,
+        #[pyo3(from_py_with = arguments::scopes)] scopes: bool,
+        #[pyo3(from_py_with = arguments::patterns)] patterns: bool,
     ) -> PyResult<Revocation> {
-        let propagation = match (propagation.parse::<Propagation>(), token) {
-            (Ok(Propagation::Cascade { .. }), token) => Propagation::Cascade { token },
-            (Ok(other), Some(_)) => {
-                return Err(errors::invalid(
+        let kind = propagation
+            .parse::<RevocationKind>()
+            .map_err(|e| errors::to_py(py, e))?;
+        let only_for = |what: &str, kind: &str| {
+            errors::invalid(
+                py,
+                kind,
+                format!("{what}: revoke with \"cascade\", not {propagation:?}"),
+            )
+        };
+        let propagation =
+            match (kind, token, unchecked) {
+                (RevocationKind::Cascade, Some(_), true) => return Err(errors::invalid(
                     py,
                     "invalid_token",
-                    format!(
-                        "a preview's token applies to a cascade: revoke with \"cascade\", not {:?}",
-                        other.as_str()
-                    ),
-                ))
-            }
-            (Ok(other), None) => other,
-            (Err(e), _) => return Err(errors::to_py(py, e)),
-        };
-        self.call(py, |l| l.revoke(&id, propagation, &actor))
+                    "a cascade is bound to a preview's token or, with unchecked=True, to nothing: \
+                     not both"
+                        .to_owned(),
+                )),
+                // The token goes to the library as given: an empty one is refused there, never
+                // read as "no check".
+                (RevocationKind::Cascade, Some(token), false) => Propagation::Cascade { token },
+                (RevocationKind::Cascade, None, true) => Propagation::CascadeUnchecked,
+                (RevocationKind::Cascade, None, false) => {
+                    return Err(errors::invalid(
+                        py,
+                        "missing_token",
+                        "a cascade needs the token of the preview it applies \
+                     (revoke(id, \"preview\", ...).token), or unchecked=True to apply it to \
+                     whatever the subtree holds when it runs"
+                            .to_owned(),
+                    ))
+                }
+                (_, Some(_), _) => {
+                    return Err(only_for(
+                        "a preview's token applies to a cascade",
+                        "invalid_token",
+                    ))
+                }
+                (_, None, true) => {
+                    return Err(only_for(
+                        "unchecked=True applies to a cascade",
+                        "invalid_propagation",
+                    ))
+                }
+                (RevocationKind::Preview, None, false) if scopes || patterns => {
+                    return Err(errors::invalid(
+                        py,
+                        "invalid_propagation",
+                        "a preview changes nothing: it lists the scopes and patterns that would \
+                     still approve, and the cascade that applies it takes them with \
+                     scopes=True, patterns=True"
+                            .to_owned(),
+                    ))
+                }
+                (RevocationKind::Preview, None, false) => Propagation::Preview,
+                (RevocationKind::Local, None, false) => Propagation::Local,
+                // A kind that is not a propagation to ask for (a global revoke is `revoke_all`).
+                (other, None, false) => {
+                    return Err(errors::invalid(
+                        py,
+                        "invalid_propagation",
+                        format!(
+                            "propagation must be \"local\", \"cascade\" or \"preview\", not {:?}",
+                            other.as_str()
+                        ),
+                    ))
+                }
+            };
+        let also = AlsoRevoke { scopes, patterns };
+        self.call(py, |l| l.revoke_with(&id, propagation, also, &actor))
             .map(Revocation::from)
     }
 
-    /// Removes every live session's posture (the global trust button).
-    #[pyo3(signature = (*, actor))]
+    /// Removes every session's posture (the global trust button); `scopes` and `patterns`
+    /// also take every live session's standing grants.
+    #[pyo3(signature = (*, actor, scopes=false, patterns=false))]
     fn revoke_all(
         &self,
         py: Python<'_>,
         #[pyo3(from_py_with = arguments::actor)] actor: String,
+        #[pyo3(from_py_with = arguments::scopes)] scopes: bool,
+        #[pyo3(from_py_with = arguments::patterns)] patterns: bool,
     ) -> PyResult<Revocation> {
-        self.call(py, |l| l.revoke_all(&actor))
+        let also = AlsoRevoke { scopes, patterns };
+        self.call(py, |l| l.revoke_all_with(also, &actor))
             .map(Revocation::from)
+    }
+
+    /// Everything that approves for `id` now: posture and chain, live scopes, patterns, and
+    /// what withholds any of them.
+    fn authority(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Authority> {
+        self.call(py, |l| l.authority(&id)).map(Authority::from)
     }
 
     /// Starts a new posture epoch: the embedding backend calls it when it boots.

@@ -8,7 +8,8 @@ use session_ledger as sl;
 use crate::values::{field_repr, repr_fields, Posture};
 
 /// A session in a page of one level: its lineage, its label (stored, or what its first read
-/// would give it: `materialized` says which), its posture and whether it has children.
+/// would give it: `materialized` says which), its posture, how many live scopes and command
+/// patterns it holds, and whether it has children.
 #[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct LevelNode {
@@ -25,6 +26,8 @@ pub struct LevelNode {
     trust: bool,
     trust_reads: bool,
     posture: Option<Posture>,
+    live_scopes: u32,
+    patterns: u32,
     has_children: bool,
 }
 field_repr!(
@@ -43,6 +46,8 @@ field_repr!(
         "trust",
         "trust_reads",
         "posture",
+        "live_scopes",
+        "patterns",
         "has_children",
     ]
 );
@@ -63,6 +68,8 @@ impl From<sl::LevelNode> for LevelNode {
             trust: n.trust,
             trust_reads: n.trust_reads,
             posture: n.posture.map(Posture::from),
+            live_scopes: n.live_scopes,
+            patterns: n.patterns,
             has_children: n.has_children,
         }
     }

@@ -55,6 +55,12 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::RaiseOutcome>()?;
     m.add_class::<values::Posture>()?;
     m.add_class::<values::Revocation>()?;
+    m.add_class::<values::Affected>()?;
+    m.add_class::<values::StandingGrant>()?;
+    m.add_class::<values::Authority>()?;
+    m.add_class::<values::CommandPattern>()?;
+    m.add_class::<values::Withheld>()?;
+    m.add_class::<values::Ended>()?;
     m.add_class::<values::EpochStart>()?;
     m.add_class::<values::Scope>()?;
     m.add_class::<values::Decision>()?;

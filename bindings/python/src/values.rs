@@ -283,16 +283,95 @@ impl From<sl::Posture> for Posture {
     }
 }
 
-/// What a revocation changed, or for a preview would change, with the preview's token.
+/// A session whose posture a revocation changed (or, for a preview, would change), or that
+/// still holds one after a local revoke.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Affected {
+    id: String,
+    depth: u32,
+    posture: &'static str,
+    granted_directly: bool,
+    current: bool,
+}
+field_repr!(
+    Affected,
+    ["id", "depth", "posture", "granted_directly", "current",]
+);
+
+impl From<sl::Affected> for Affected {
+    fn from(a: sl::Affected) -> Affected {
+        Affected {
+            id: a.id,
+            depth: a.depth,
+            posture: a.posture.as_str(),
+            granted_directly: a.granted_directly,
+            current: a.current,
+        }
+    }
+}
+
+/// A scope or a command pattern on a live session that approves on its own, whatever its
+/// posture: what a posture revocation leaves standing unless it is told to take it. The
+/// library's `StandingGrant`, its `grant` spelled out as `kind`, `name` and `expires_at`.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct StandingGrant {
+    session: String,
+    depth: u32,
+    kind: &'static str,
+    name: String,
+    expires_at: Option<DateTime<Utc>>,
+    granted_by: String,
+    granted_at: DateTime<Utc>,
+}
+field_repr!(
+    StandingGrant,
+    [
+        "session",
+        "depth",
+        "kind",
+        "name",
+        "expires_at",
+        "granted_by",
+        "granted_at",
+    ]
+);
+
+impl From<sl::StandingGrant> for StandingGrant {
+    fn from(g: sl::StandingGrant) -> StandingGrant {
+        let (kind, name, expires_at) = match g.grant {
+            sl::Grant::Scope { scope, expires_at } => ("scope", scope, Some(expires_at)),
+            sl::Grant::Pattern { pattern } => ("pattern", pattern, None),
+            // A kind of grant this build does not name: shown, never hidden.
+            _ => ("other", String::new(), None),
+        };
+        StandingGrant {
+            session: g.session,
+            depth: g.depth,
+            kind,
+            name,
+            expires_at,
+            granted_by: g.granted_by,
+            granted_at: g.granted_at,
+        }
+    }
+}
+
+/// What a revocation changed, or for a preview would change, with the preview's token, and
+/// the scopes and patterns it revoked or left approving.
 #[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Revocation {
     root: Option<String>,
     propagation: &'static str,
     sessions: Vec<String>,
+    affected: Vec<Affected>,
     count: usize,
     token: Option<String>,
     still_holding: Vec<String>,
+    grants_revoked: Vec<StandingGrant>,
+    still_approving: Vec<StandingGrant>,
 }
 field_repr!(
     Revocation,
@@ -300,22 +379,29 @@ field_repr!(
         "root",
         "propagation",
         "sessions",
+        "affected",
         "count",
         "token",
         "still_holding",
+        "grants_revoked",
+        "still_approving",
     ]
 );
 
 impl From<sl::Revocation> for Revocation {
     fn from(r: sl::Revocation) -> Revocation {
-        let ids = |affected: Vec<sl::Affected>| affected.into_iter().map(|a| a.id).collect();
+        let ids = |affected: &[sl::Affected]| affected.iter().map(|a| a.id.clone()).collect();
+        let grants = |g: Vec<sl::StandingGrant>| g.into_iter().map(StandingGrant::from).collect();
         Revocation {
             root: r.root,
             propagation: r.propagation.as_str(),
-            sessions: ids(r.sessions),
+            sessions: ids(&r.sessions),
+            affected: r.sessions.into_iter().map(Affected::from).collect(),
             count: r.count,
             token: r.token,
-            still_holding: r.still_holding.map(ids).unwrap_or_default(),
+            still_holding: r.still_holding.as_deref().map(ids).unwrap_or_default(),
+            grants_revoked: grants(r.grants_revoked),
+            still_approving: grants(r.still_approving),
         }
     }
 }
@@ -440,8 +526,8 @@ impl From<sl::Decision> for Decision {
     }
 }
 
-/// A session in a tree view: its lineage, its label, whether it is materialized, and whether
-/// its posture counts now.
+/// A session in a tree view: its lineage, its label, whether it is materialized, whether its
+/// posture counts now, and how many live scopes and command patterns it holds.
 #[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TreeNode {
@@ -454,6 +540,8 @@ pub struct TreeNode {
     materialized: bool,
     trust: bool,
     trust_reads: bool,
+    live_scopes: u32,
+    patterns: u32,
     live: bool,
 }
 field_repr!(
@@ -468,6 +556,8 @@ field_repr!(
         "materialized",
         "trust",
         "trust_reads",
+        "live_scopes",
+        "patterns",
         "live",
     ]
 );
@@ -485,6 +575,8 @@ impl From<sl::TreeNode> for TreeNode {
             materialized: n.materialized,
             trust: n.trust,
             trust_reads: n.trust_reads,
+            live_scopes: n.live_scopes,
+            patterns: n.patterns,
         }
     }
 }
@@ -657,7 +749,8 @@ impl From<sl::Verification> for Verification {
 }
 
 /// Why a session holds what it holds: its record, its label and posture, the audit row of the
-/// operator's grant its posture traces back to, its grants, and every audit row about it.
+/// operator's grant its posture traces back to, its grants, every audit row about it, and
+/// everything that approves for it now.
 #[pyclass(module = "session_ledger", frozen, eq, get_all)]
 #[derive(Clone, PartialEq)]
 pub struct Explanation {
@@ -668,6 +761,7 @@ pub struct Explanation {
     patterns: Vec<String>,
     live_scopes: Vec<Scope>,
     audit: Vec<AuditEntry>,
+    authority: Authority,
 }
 field_repr!(
     Explanation,
@@ -679,6 +773,7 @@ field_repr!(
         "patterns",
         "live_scopes",
         "audit",
+        "authority",
     ]
 );
 
@@ -692,6 +787,145 @@ impl From<sl::Explanation> for Explanation {
             patterns: e.patterns.into_iter().map(|p| p.pattern).collect(),
             live_scopes: e.live_scopes.into_iter().map(Scope::from).collect(),
             audit: e.audit.into_iter().map(AuditEntry::from).collect(),
+            authority: e.authority.into(),
+        }
+    }
+}
+
+/// A session that `end` ended, and the spawned sub-agents that ended with it.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Ended {
+    session: Session,
+    spawned: Vec<String>,
+}
+field_repr!(Ended, ["session", "spawned"]);
+
+impl From<sl::Ended> for Ended {
+    fn from(e: sl::Ended) -> Ended {
+        Ended {
+            session: e.session.into(),
+            spawned: e.spawned,
+        }
+    }
+}
+
+/// A command pattern on a session, with who added it, and why this build refuses it if it
+/// does (a refused pattern admits nothing).
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct CommandPattern {
+    session: String,
+    pattern: String,
+    added_by: String,
+    added_at: DateTime<Utc>,
+    refused: Option<String>,
+}
+field_repr!(
+    CommandPattern,
+    ["session", "pattern", "added_by", "added_at", "refused",]
+);
+
+impl From<sl::CommandPattern> for CommandPattern {
+    fn from(p: sl::CommandPattern) -> CommandPattern {
+        CommandPattern {
+            session: p.session,
+            pattern: p.pattern,
+            added_by: p.added_by,
+            added_at: p.added_at,
+            refused: p.refused,
+        }
+    }
+}
+
+/// Why something a session holds approves nothing now: `kind` is `"session_ended"`,
+/// `"lapsed_posture"` (with the posture's `epoch`) or `"refused_pattern"` (with the `pattern`
+/// and the `problem` this build has with it).
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Withheld {
+    kind: &'static str,
+    epoch: Option<i64>,
+    pattern: Option<String>,
+    problem: Option<String>,
+}
+field_repr!(Withheld, ["kind", "epoch", "pattern", "problem"]);
+
+impl From<sl::Withheld> for Withheld {
+    fn from(w: sl::Withheld) -> Withheld {
+        let (kind, epoch, pattern, problem) = match w {
+            sl::Withheld::SessionEnded => ("session_ended", None, None, None),
+            sl::Withheld::LapsedPosture { epoch } => ("lapsed_posture", Some(epoch), None, None),
+            sl::Withheld::RefusedPattern { pattern, problem } => {
+                ("refused_pattern", None, Some(pattern), Some(problem))
+            }
+            // A reason this build does not name: still shown as withholding something.
+            _ => ("other", None, None, None),
+        };
+        Withheld {
+            kind,
+            epoch,
+            pattern,
+            problem,
+        }
+    }
+}
+
+/// Everything that approves for one session now, read in one snapshot (`Ledger.authority`):
+/// its posture with the chain back to the operator's grant, its live scopes, its command
+/// patterns, and what withholds any of them.
+#[pyclass(module = "session_ledger", frozen, eq, hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Authority {
+    #[pyo3(get)]
+    session: String,
+    #[pyo3(get)]
+    live: bool,
+    #[pyo3(get)]
+    posture: Option<Posture>,
+    #[pyo3(get)]
+    scopes: Vec<Scope>,
+    #[pyo3(get)]
+    patterns: Vec<CommandPattern>,
+    #[pyo3(get)]
+    withheld: Vec<Withheld>,
+    /// The library's answers, computed once from its own value.
+    anything: bool,
+    every_command: bool,
+}
+#[pymethods]
+impl Authority {
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let fields = [
+            "session", "live", "posture", "scopes", "patterns", "withheld",
+        ];
+        repr_fields(slf.as_any(), "Authority", &fields)
+    }
+
+    /// True when something approves for the session now: a posture that counts, a live
+    /// scope, or a pattern this build accepts, on a live session.
+    fn approves_anything(&self) -> bool {
+        self.anything
+    }
+
+    /// True when every command of the session is approved now: `trust` that counts, or a
+    /// live scope, on a live session.
+    fn approves_every_command(&self) -> bool {
+        self.every_command
+    }
+}
+
+impl From<sl::Authority> for Authority {
+    fn from(a: sl::Authority) -> Authority {
+        Authority {
+            anything: a.approves_anything(),
+            every_command: a.approves_every_command(),
+            session: a.session,
+            live: a.live,
+            posture: a.posture.map(Posture::from),
+            scopes: a.scopes.into_iter().map(Scope::from).collect(),
+            patterns: a.patterns.into_iter().map(CommandPattern::from).collect(),
+            withheld: a.withheld.into_iter().map(Withheld::from).collect(),
         }
     }
 }

@@ -41,7 +41,11 @@ class Place:
     opened: List[Ledger] = field(default_factory=list)
 
     def open(self, **options: Any) -> Ledger:
-        """A new handle on the test's ledger, closed when the test ends."""
+        """A new handle on the test's ledger, closed when the test ends. A handle that may
+        write creates the ledger if the test has none yet (``create=True``, as ``init`` would);
+        a read-only one opens what is there."""
+        if not options.get("read_only", False):
+            options.setdefault("create", True)
         ledger = Ledger(self.target, **options)
         self.opened.append(ledger)
         return ledger

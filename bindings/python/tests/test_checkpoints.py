@@ -26,7 +26,7 @@ def busy(ledger: Ledger) -> None:
     ledger.create_child("worker", creator="conductor", actor=ACTOR)
     ledger.state("worker")
     ledger.add_pattern("worker", "npm test", actor=ACTOR)
-    ledger.revoke("conductor", "cascade", actor="carol")
+    ledger.revoke("conductor", "cascade", actor="carol", unchecked=True)
     ledger.end("worker", actor="carol")
     ledger.start_epoch(actor="dashboard")
 

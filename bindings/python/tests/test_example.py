@@ -1,7 +1,9 @@
-"""examples/python/dashboard_hooks.py runs, on each engine, and shows each touch point."""
+"""The examples run, on each engine: examples/python/dashboard_hooks.py shows each touch point,
+and docs/python.md's worked example prints exactly the lines the guide shows under it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,23 @@ from session_ledger import Ledger
 
 from conftest import Place
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "python" / "dashboard_hooks.py"
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "python" / "dashboard_hooks.py"
+GUIDE = ROOT / "docs" / "python.md"
+# The path the guide's snippet opens, which the test points at the test's own ledger.
+GUIDE_PATH = '"/var/lib/dashboard/ledger.db"'
+
+
+def guide_example() -> tuple[str, str]:
+    """docs/python.md's worked example: the Python snippet, and the text block that the line
+    "Running the example prints:" introduces."""
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text.split("## A worked example", 1)[1].split("\n## ", 1)[0]
+    found = re.search(
+        r"```python\n(.*?)```\n\nRunning the example prints:\n\n```text\n(.*?)```", section, re.DOTALL
+    )
+    assert found, "docs/python.md's worked example: a python block, then 'Running the example prints:' and a text block"
+    return found.group(1), found.group(2)
 
 
 def test_the_dashboard_hooks_example_runs_and_shows_each_touch_point(place: Place) -> None:
@@ -41,3 +59,12 @@ def test_the_dashboard_hooks_example_runs_and_shows_each_touch_point(place: Plac
     with Ledger(place.target, read_only=True) as ledger:
         assert ledger.current_epoch() == 2
         assert [e.kind for e in ledger.audit(kind="epoch.start")] == ["epoch.start"] * 2
+
+
+def test_the_guide_s_worked_example_prints_exactly_what_the_guide_shows(place: Place) -> None:
+    snippet, shown = guide_example()
+    assert snippet.count(GUIDE_PATH) == 1, "the snippet opens its ledger at one path"
+    code = snippet.replace(GUIDE_PATH, repr(place.target))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=place.folder)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == shown

@@ -37,7 +37,7 @@ def test_a_url_of_several_servers_reaches_the_one_that_takes_writes(place: Place
     # A first host where nothing listens, as a primary that died: the next one is tried.
     several = re.sub(r"@", "@127.0.0.1:1,", place.target, count=1)
     join = "&" if "?" in several else "?"
-    ledger = Ledger(f"{several}{join}target_session_attrs=read-write&connect_timeout=2")
+    ledger = Ledger(f"{several}{join}target_session_attrs=read-write&connect_timeout=2", create=True)
     try:
         ledger.create_root("conductor", actor=ACTOR)
         assert ledger.state("conductor").known

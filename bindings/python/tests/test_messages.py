@@ -81,7 +81,15 @@ def _results(ledger: Ledger) -> List[Any]:
     epoch = ledger.start_epoch(actor=ACTOR)
     head = ledger.audit_head()
     level = ledger.tree_level()
+    lapsed = ledger.authority("conductor")
+    ended = ledger.end("worker", actor=ACTOR)
     return [
+        preview.affected[0],
+        preview.still_approving[0],
+        explanation.authority,
+        explanation.authority.patterns[0],
+        lapsed.withheld[0],
+        ended,
         level,
         level.nodes[0],
         root,

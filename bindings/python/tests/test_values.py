@@ -63,7 +63,7 @@ def test_result_objects_cannot_be_changed_or_made_by_hand(ledger: Ledger) -> Non
 
 def test_a_ledger_opens_from_a_path_like_and_closes_as_a_context_manager(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
-    with Ledger(path) as ledger:
+    with Ledger(path, create=True) as ledger:
         assert ledger.location == str(path)
         assert repr(ledger) == f"Ledger({str(path)!r})"
         ledger.create_root("conductor", actor=ACTOR)

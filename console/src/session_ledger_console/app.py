@@ -92,6 +92,11 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = text.when
     env.filters["q"] = lambda v: quote(str(v), safe="")
     env.filters["b64"] = text.b64
+    env.filters["posture_words"] = text.posture_words
+    env.filters["approves_words"] = text.approves_words
+    env.filters["withheld_words"] = text.withheld_words
+    env.filters["grant_words"] = text.grant_words
+    env.filters["pattern_words"] = text.pattern_words
     return env
 
 
@@ -192,8 +197,12 @@ def _operator(request: Request) -> Operator:
     return operator
 
 
-def _flash(request: Request, kind: str, message: str, sessions: Optional[List[str]] = None) -> None:
-    _operator(request).flashes.append({"kind": kind, "text": message, "sessions": sessions or []})
+def _flash(
+    request: Request, kind: str, message: str, sessions: Optional[List[str]] = None, lines: Optional[List[str]] = None
+) -> None:
+    """A message for the operator's next page: with ``sessions`` (ids, shown as links) or
+    ``lines`` (text, one a line)."""
+    _operator(request).flashes.append({"kind": kind, "text": message, "sessions": sessions or [], "lines": lines or []})
 
 
 def _back(url: str) -> RedirectResponse:
@@ -349,9 +358,12 @@ def _routes(app: FastAPI, c: Console) -> None:
         return session_view(request, id)
 
     @app.get("/session/{id}/facts", response_class=HTMLResponse)
-    def session_facts_fragment(id: str) -> HTMLResponse:
+    def session_facts_fragment(request: Request, id: str) -> HTMLResponse:
+        """The facts again when the ledger changes: with the operator's CSRF token, for the
+        remove and revoke forms of its patterns and scopes."""
         try:
-            return fragment("session_facts.html", id=id, **session_facts(id))
+            facts = session_facts(id)
+            return fragment("session_facts.html", id=id, operator=_operator(request), csrf_field=CSRF_FIELD, **facts)
         except LedgerError as e:
             return HTMLResponse(f'<p class="error">{text.visible(e)}</p>', status_code=404)
 
@@ -364,29 +376,39 @@ def _routes(app: FastAPI, c: Console) -> None:
             return fragment("decision.html", id=id, command=command, detail=None, error=str(e))
         return fragment("decision.html", id=id, command=command, detail=detail, error=None)
 
-    def preview_page(request: Request, id: str, status: int = 200, stale: bool = False, unbound: bool = False) -> HTMLResponse:
-        """The preview of a cascade on ``id``, with its token; ``stale`` when a confirmation
-        came too late, ``unbound`` when one came without a preview's token."""
+    def preview_page(
+        request: Request, id: str, status: int = 200, stale: bool = False, unbound: bool = False,
+        scopes: bool = False, patterns: bool = False,
+    ) -> HTMLResponse:
+        """The preview of a cascade on ``id``, with its token: the postures it removes and the
+        scopes and patterns that would still approve after it, which the confirmation can take
+        too (``scopes``, ``patterns``: the boxes as the operator left them); ``stale`` when a
+        confirmation came too late, ``unbound`` when one came without a preview's token."""
         try:
             preview = c.reader.revoke(id, "preview", actor=_operator(request).name)
-            affected = affected_rows(id, preview.sessions)
+            session = c.reader.session(id)
         except LedgerError as e:
             return render(request, "missing.html", status=404, id=id, error=str(e))
+        top = session.depth if session is not None else 0
+        kinds = {g.kind for g in preview.still_approving}
         return render(
-            request, "revoke.html", status=status, id=id, preview=preview, affected=affected, stale=stale, unbound=unbound
+            request, "revoke.html", status=status, id=id, preview=preview, top=top, stale=stale, unbound=unbound,
+            has_scopes="scope" in kinds, has_patterns="pattern" in kinds, scopes=scopes, patterns=patterns,
         )
 
-    def affected_rows(id: str, sessions: List[str]) -> List[Dict[str, Any]]:
-        """Each session a cascade reaches, as `revoke --preview` lists it: its depth and the
-        posture it holds, granted on it or inherited, lapsed or counting. The binding's
-        preview carries the ids only: the depths come from one read of the subtree, each
-        posture from its own row."""
-        depths = {n.id: (n.depth, n.relative_depth) for n in c.reader.tree(id)}
-        rows = []
-        for sid in sessions:
-            depth, below = depths.get(sid, (None, 0))
-            rows.append({"id": sid, "depth": depth, "below": below, "posture": c.reader.posture(sid)})
-        return rows
+    def stop_flash(request: Request, done: session_ledger.Revocation, what: str) -> None:
+        """What a stop did, and what it left approving, as flashes: the operator who believes
+        a tree is stopped sees exactly what is not."""
+        taken = ""
+        if done.grants_revoked:
+            n = len(done.grants_revoked)
+            taken = f" and revoked {n} scope{'s' if n != 1 else ''} or pattern{'s' if n != 1 else ''} with it"
+        _flash(request, "done", f"{what}{taken}.", done.sessions)
+        if done.still_approving:
+            n = len(done.still_approving)
+            verb = "approves" if n == 1 else "approve"
+            lines = [f"{g.session}: {text.grant_words(g)}" for g in done.still_approving]
+            _flash(request, "warning", f"Still {verb} on their own ({n}), as a posture revocation leaves them:", lines=lines)
 
     @app.get("/session/{id}/revoke", response_class=HTMLResponse)
     def revoke_page(request: Request, id: str) -> HTMLResponse:
@@ -394,32 +416,64 @@ def _routes(app: FastAPI, c: Console) -> None:
 
     @app.post("/session/{id}/revoke", response_class=HTMLResponse)
     def revoke(
-        request: Request, id: str, propagation: str = Form(...), token: str = Form("")
+        request: Request, id: str, propagation: str = Form(...), token: str = Form(""),
+        scopes: str = Form(""), patterns: str = Form(""),
     ) -> Response:
         operator = _operator(request)
         if propagation not in ("cascade", "local"):
             raise BadParameter("propagation", "is 'cascade' or 'local'")
+        take_scopes, take_patterns = _flag("scopes", scopes), _flag("patterns", patterns)
+        also = {"scopes": take_scopes, "patterns": take_patterns}
         if propagation == "cascade" and not token.strip():
-            # A cascade applies only a preview the operator saw: without its token the library
-            # would revoke whatever the tree holds now.
-            return preview_page(request, id, status=400, unbound=True)
+            # A cascade applies only a preview the operator saw. The binding refuses one without
+            # a token too; this answers with the preview to confirm.
+            return preview_page(request, id, status=400, unbound=True, **also)
         try:
             if propagation == "cascade":
-                done = c.writer.revoke(id, "cascade", actor=operator.name, token=token)
-                _flash(request, "done", f"Revoked the posture of {done.count} sessions.", done.sessions)
+                # Bound to the preview's token, which covers the scopes and patterns it listed:
+                # a grant added since makes it stale (409), as a posture or a session does.
+                done = c.writer.revoke(
+                    id, "cascade", actor=operator.name, token=token, scopes=take_scopes, patterns=take_patterns
+                )
+                stop_flash(request, done, f"Revoked the posture of {done.count} sessions")
             else:
-                done = c.writer.revoke(id, "local", actor=operator.name)
+                done = c.writer.revoke(id, "local", actor=operator.name, scopes=take_scopes, patterns=take_patterns)
                 message = f"Revoked the posture of {id} only."
                 if done.still_holding:
                     message += " These descendants still hold a posture inherited through it:"
                 else:
                     message += " No descendant holds a posture inherited through it."
                 _flash(request, "done", message, done.still_holding)
+                if done.still_approving:
+                    lines = [f"{g.session}: {text.grant_words(g)}" for g in done.still_approving]
+                    _flash(request, "warning", f"{id} still approves on its own:", lines=lines)
         except session_ledger.StalePreview:
-            return preview_page(request, id, status=409, stale=True)
+            return preview_page(request, id, status=409, stale=True, **also)
         except LedgerError as e:
             _flash(request, "error", str(e))
         return _back(_session_url(id))
+
+    @app.get("/revoke-all", response_class=HTMLResponse)
+    def revoke_all_page(request: Request) -> HTMLResponse:
+        return render(request, "revoke_all.html", done=None)
+
+    @app.post("/revoke-all", response_class=HTMLResponse)
+    def revoke_all(
+        request: Request, confirm: str = Form(""), scopes: str = Form(""), patterns: str = Form("")
+    ) -> HTMLResponse:
+        """Every session's posture, and with the boxes every live scope and pattern: behind a
+        typed confirmation. The answer lists what it left approving, with the form to take it."""
+        take_scopes, take_patterns = _flag("scopes", scopes), _flag("patterns", patterns)
+        if confirm.strip() != "revoke all":
+            _flash(request, "error", "Nothing was revoked: type 'revoke all' to confirm.")
+            return render(request, "revoke_all.html", status=400, done=None)
+        try:
+            done = c.writer.revoke_all(actor=_operator(request).name, scopes=take_scopes, patterns=take_patterns)
+        except LedgerError as e:
+            _flash(request, "error", str(e))
+            return render(request, "revoke_all.html", status=200, done=None)
+        stop_flash(request, done, f"Revoked every posture ({done.count})")
+        return render(request, "revoke_all.html", done=done)
 
     def act(request: Request, id: str, call: Callable[[str], str]) -> Response:
         """Runs an action with the operator's name as the actor; says what happened."""
@@ -452,8 +506,11 @@ def _routes(app: FastAPI, c: Console) -> None:
             return refused
 
         def call(actor: str) -> str:
-            c.writer.end(id, actor=actor)
-            return f"Ended {id} (and the sub-agents it spawned)."
+            ended = c.writer.end(id, actor=actor)
+            if not ended.spawned:
+                return f"Ended {id}; it had no live spawned sub-agent."
+            n = len(ended.spawned)
+            return f"Ended {id} and {n} spawned sub-agent{'s' if n != 1 else ''}: {', '.join(ended.spawned)}."
 
         return act(request, id, call)
 

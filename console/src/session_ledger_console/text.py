@@ -93,3 +93,55 @@ def unb64(encoded: str) -> Optional[str]:
         return raw.decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return None
+
+
+# What approves a session, in the command line's words (`session-ledger authority ID`, the
+# `still approve` lines of `revoke`), so that the console and the command line say the same.
+
+
+def posture_words(p: Any) -> str:
+    """``trust granted by alice``, or an inherited posture with its chain back to the grant;
+    a lapsed one says so."""
+    lapsed = "" if p.current else f", lapsed with epoch {p.epoch}"
+    if p.source == "granted":
+        return f"{p.level} granted by {p.granted_by}{lapsed}"
+    return f"{p.level} inherited via {' > '.join(p.chain)} from {p.granted_by}'s grant on {p.granted_on}{lapsed}"
+
+
+def approves_words(a: Any) -> str:
+    """What approves for a session now, in a few words: ``every command``, ``read-only
+    commands and the lines its patterns admit``, or ``nothing: every command asks``."""
+    if a.approves_every_command():
+        return "every command"
+    what = []
+    if a.live and a.posture is not None and a.posture.current and a.posture.level == "trust_reads":
+        what.append("read-only commands")
+    if a.live and any(p.refused is None for p in a.patterns):
+        what.append("the lines its patterns admit")
+    return " and ".join(what) if what else "nothing: every command asks"
+
+
+def withheld_words(w: Any) -> str:
+    """Why something a session holds approves nothing now."""
+    if w.kind == "session_ended":
+        return "the session has ended: every command asks"
+    if w.kind == "lapsed_posture":
+        return f"its posture lapsed with epoch {w.epoch} and counts no more"
+    if w.kind == "refused_pattern":
+        return f"pattern {json.dumps(w.pattern, ensure_ascii=False)} is refused by this version and admits nothing: {w.problem}"
+    return "something it holds approves nothing (see the command line's --json authority)"
+
+
+def grant_words(g: Any) -> str:
+    """A standing grant as ``revoke`` lists it: ``scope hotfix (granted by bob, until T): every
+    command`` or ``pattern "npm test" (added by bob)``."""
+    if g.kind == "scope":
+        return f"scope {g.name} (granted by {g.granted_by}, until {when(g.expires_at)}): every command"
+    if g.kind == "pattern":
+        return f"pattern {json.dumps(g.name, ensure_ascii=False)} (added by {g.granted_by})"
+    return f"{g.kind} {g.name} (granted by {g.granted_by})"
+
+
+def pattern_words(p: Any) -> str:
+    """A command pattern as ``authority`` lists it: ``"npm test" (added by bob)``."""
+    return f"{json.dumps(p.pattern, ensure_ascii=False)} (added by {p.added_by})"

@@ -62,12 +62,17 @@ from ._session_ledger import (
 # The tree one level at a time (`Ledger.tree_level`).
 from ._session_ledger import LevelNode, TreeLevel
 
+# Everything that approves for a session, and what a stop leaves approving or takes.
+from ._session_ledger import Affected, Authority, CommandPattern, Ended, StandingGrant, Withheld
+
 # The words that cross the boundary, for annotating code that passes them on.
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
 Propagation = Literal["local", "cascade", "preview"]
 AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
 Origin = Literal["root", "created", "spawned"]
+GrantKind = Literal["scope", "pattern"]
+WithheldKind = Literal["session_ended", "lapsed_posture", "refused_pattern"]
 Reason = Literal[
     "trust",
     "trust_reads",
@@ -134,3 +139,13 @@ __all__ = [
     "CorruptionError",
 ]
 __all__ += ["LevelNode", "TreeLevel"]
+__all__ += [
+    "Affected",
+    "Authority",
+    "CommandPattern",
+    "Ended",
+    "StandingGrant",
+    "Withheld",
+    "GrantKind",
+    "WithheldKind",
+]

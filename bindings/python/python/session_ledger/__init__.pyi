@@ -51,10 +51,16 @@ __all__ = [
     "AdmittedBy",
     "Origin",
     "Reason",
+    "GrantKind",
+    "WithheldKind",
     "AuditEntry",
     "AuditHead",
+    "Affected",
+    "Authority",
+    "CommandPattern",
     "Created",
     "Decision",
+    "Ended",
     "EpochStart",
     "Explanation",
     "Label",
@@ -64,8 +70,10 @@ __all__ = [
     "Scope",
     "Session",
     "SessionState",
+    "StandingGrant",
     "TreeNode",
     "Verification",
+    "Withheld",
     "LevelNode",
     "TreeLevel",
     "LedgerError",
@@ -110,6 +118,8 @@ PostureLevel = Literal["trust", "trust_reads"]
 Propagation = Literal["local", "cascade", "preview"]
 AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
 Origin = Literal["root", "created", "spawned"]
+GrantKind = Literal["scope", "pattern"]
+WithheldKind = Literal["session_ended", "lapsed_posture", "refused_pattern"]
 Reason = Literal[
     "trust",
     "trust_reads",
@@ -308,7 +318,11 @@ class Revocation:
         """Which revocation it was."""
     @property
     def sessions(self) -> list[str]:
-        """The sessions whose posture changed (or would change), by depth then id."""
+        """The ids of the sessions whose posture changed (or would change), by depth then id."""
+    @property
+    def affected(self) -> list[Affected]:
+        """The same sessions, each with its depth and the posture it held (granted or
+        inherited, counting or lapsed)."""
     @property
     def count(self) -> int:
         """How many: the number to show the operator before a cascade."""
@@ -319,6 +333,162 @@ class Revocation:
     def still_holding(self) -> list[str]:
         """For a local revoke, the descendants still holding a posture inherited through the
         session; empty otherwise."""
+    @property
+    def grants_revoked(self) -> list[StandingGrant]:
+        """The scopes it revoked and the patterns it removed, when asked to (``scopes=True``,
+        ``patterns=True``), by depth then session."""
+    @property
+    def still_approving(self) -> list[StandingGrant]:
+        """The scopes and patterns of the live sessions it reached that still approve after it
+        (for a preview: all of them; the cascade takes them with ``scopes=True``,
+        ``patterns=True``), by depth then session. Empty when nothing reached approves any
+        more. A posture revocation alone never removes them: they are not inherited, and
+        approve on their own."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Affected:
+    """A session whose posture a revocation changed, or for a preview would change."""
+
+    @property
+    def id(self) -> str:
+        """The session."""
+    @property
+    def depth(self) -> int:
+        """Its depth (0 for a root)."""
+    @property
+    def posture(self) -> PostureLevel:
+        """The posture it held."""
+    @property
+    def granted_directly(self) -> bool:
+        """The posture was granted on it, not inherited."""
+    @property
+    def current(self) -> bool:
+        """The posture counted (it belonged to the current epoch)."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class StandingGrant:
+    """A scope or a command pattern on a live session that approves on its own, whatever the
+    session's posture: a posture revocation, even down a whole tree, leaves it standing unless
+    told to take it."""
+
+    @property
+    def session(self) -> str:
+        """The session holding it."""
+    @property
+    def depth(self) -> int:
+        """That session's depth (0 for a root)."""
+    @property
+    def kind(self) -> GrantKind:
+        """``"scope"`` (approves every command until it expires) or ``"pattern"`` (approves
+        the lines it admits)."""
+    @property
+    def name(self) -> str:
+        """The scope's name, or the pattern's text."""
+    @property
+    def expires_at(self) -> Optional[datetime]:
+        """When a scope stops approving; ``None`` for a pattern."""
+    @property
+    def granted_by(self) -> str:
+        """Who granted (or added) it."""
+    @property
+    def granted_at(self) -> datetime:
+        """When."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class CommandPattern:
+    """A command pattern on a session, as ``Authority.patterns`` lists it."""
+
+    @property
+    def session(self) -> str:
+        """The session."""
+    @property
+    def pattern(self) -> str:
+        """The pattern, as the operator typed it."""
+    @property
+    def added_by(self) -> str:
+        """Who added it."""
+    @property
+    def added_at(self) -> datetime:
+        """When."""
+    @property
+    def refused(self) -> Optional[str]:
+        """Why this build refuses the pattern (an earlier build stored it under looser rules);
+        a refused pattern admits nothing. ``None`` for a pattern in force."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Withheld:
+    """Why something a session holds approves nothing now."""
+
+    @property
+    def kind(self) -> WithheldKind:
+        """``"session_ended"`` (every decision asks), ``"lapsed_posture"`` (its posture belongs
+        to an earlier epoch) or ``"refused_pattern"`` (a pattern this build never lets admit
+        anything)."""
+    @property
+    def epoch(self) -> Optional[int]:
+        """For a lapsed posture, its epoch."""
+    @property
+    def pattern(self) -> Optional[str]:
+        """For a refused pattern, the pattern."""
+    @property
+    def problem(self) -> Optional[str]:
+        """For a refused pattern, why this build refuses it."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Authority:
+    """Everything that approves for one session now, read in one snapshot: the answer to
+    "what may this session do without asking?" (``Ledger.authority``)."""
+
+    @property
+    def session(self) -> str:
+        """The session."""
+    @property
+    def live(self) -> bool:
+        """Whether it is live: nothing approves for an ended session."""
+    @property
+    def posture(self) -> Optional[Posture]:
+        """Its posture row with its chain back to the operator's grant; ``current`` says
+        whether it counts (a posture of an earlier epoch does not)."""
+    @property
+    def scopes(self) -> list[Scope]:
+        """Its override scopes live now: each approves every command until it expires."""
+    @property
+    def patterns(self) -> list[CommandPattern]:
+        """Its command patterns: each approves the lines it admits, unless refused."""
+    @property
+    def withheld(self) -> list[Withheld]:
+        """What keeps any of the above from approving now; empty when nothing does."""
+    def approves_anything(self) -> bool:
+        """True when something approves for the session now: a posture that counts, a live
+        scope, or a pattern this build accepts, on a live session."""
+    def approves_every_command(self) -> bool:
+        """True when every command of the session is approved now: ``trust`` that counts, or
+        a live scope, on a live session."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Ended:
+    """What ``Ledger.end`` ended: the session, and the spawned sub-agents that ended with it."""
+
+    @property
+    def session(self) -> Session:
+        """The session, as it is now: a tombstone."""
+    @property
+    def spawned(self) -> list[str]:
+        """The spawned sub-agents recorded under it (at any depth through spawned sessions)
+        that were live and ended with it, by depth then id. Created children are sessions of
+        their own and stay live."""
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -401,7 +571,8 @@ class Decision:
 
 @final
 class TreeNode:
-    """A session in a tree view: lineage, label and posture, read in one snapshot."""
+    """A session in a tree view: lineage, label and posture, and how many scopes and patterns
+    it holds, read in one snapshot."""
 
     @property
     def id(self) -> str:
@@ -430,6 +601,12 @@ class TreeNode:
     @property
     def trust_reads(self) -> bool:
         """Its posture admits read-only commands now."""
+    @property
+    def live_scopes(self) -> int:
+        """How many override scopes it holds that are live now: each approves every command."""
+    @property
+    def patterns(self) -> int:
+        """How many command patterns it holds."""
     @property
     def live(self) -> bool:
         """It has not ended."""
@@ -534,6 +711,9 @@ class Explanation:
     @property
     def audit(self) -> list[AuditEntry]:
         """Every audit row about it, oldest first."""
+    @property
+    def authority(self) -> Authority:
+        """Everything that approves for it now, and what withholds any of it."""
     def __eq__(self, value: object, /) -> bool: ...
 
 @final
@@ -574,6 +754,12 @@ class LevelNode:
     def posture(self) -> Optional[Posture]:
         """Its posture row, current or lapsed (``current`` says), granted or inherited."""
     @property
+    def live_scopes(self) -> int:
+        """How many override scopes it holds that are live now."""
+    @property
+    def patterns(self) -> int:
+        """How many command patterns it holds."""
+    @property
     def has_children(self) -> bool:
         """Whether it created or spawned a session the ledger has recorded."""
     def __eq__(self, value: object, /) -> bool: ...
@@ -608,14 +794,18 @@ class Ledger:
         cls,
         path_or_url: Union[str, "os.PathLike[str]"],
         *,
+        create: bool = False,
         max_depth: Optional[int] = None,
         max_live_children: Optional[int] = None,
         creation_rate: Optional[Tuple[int, float]] = None,
         durable_postures: Optional[bool] = None,
         read_only: bool = False,
     ) -> "Ledger":
-        """Opens the ledger at ``path_or_url``, creating and migrating a SQLite file (or an
-        empty PostgreSQL schema) if needed.
+        """Opens the ledger at ``path_or_url``, bringing its schema up to date. With
+        ``create=True`` a missing ledger is created (a new SQLite file, or the tables in an
+        empty PostgreSQL schema); without it, a path that holds no ledger raises
+        ``StorageError`` with kind ``"no_ledger"`` and creates nothing, as the command line
+        refuses without ``init``: a mistyped path is an error, not a new empty ledger.
 
         ``max_depth`` (default 64), ``max_live_children`` per creator (default 50) and
         ``creation_rate`` (a ``CreationRate(max_creations, per_seconds)``, default 200 per 60
@@ -623,8 +813,9 @@ class Ledger:
         (default False). ``read_only`` opens for reading only: every write raises
         ``StorageError`` (kind ``"read_only"``).
 
-        Raises ``StorageError`` when there is something else there, a newer ledger, or the
-        database cannot be reached; ``InvalidInput`` for a setting out of range."""
+        Raises ``StorageError`` when there is no ledger there (and ``create`` is False),
+        something else is there, a newer ledger, or the database cannot be reached;
+        ``InvalidInput`` for a setting out of range."""
     def close(self) -> None:
         """Closes the ledger and releases its connections; a call under way in another thread
         finishes first. Later calls raise ``LedgerError`` with kind ``"closed"``. Closing twice
@@ -672,9 +863,10 @@ class Ledger:
 
         Raises ``InvalidInput`` when neither ``taint`` nor ``untrusted`` is given, or for an
         unknown taint word; ``UnknownSession``."""
-    def end(self, id: str, *, actor: str) -> Session:
-        """Ends a live session and its spawned sub-agents (created children stay live). It
-        stays as a tombstone: it can no longer create, and every decision for it asks.
+    def end(self, id: str, *, actor: str) -> Ended:
+        """Ends a live session and its spawned sub-agents (created children stay live), and
+        names those sub-agents in ``spawned``. Each stays as a tombstone: it can no longer
+        create, and every decision for it asks.
 
         Raises ``UnknownSession``; ``Conflict`` (kind ``"session_ended"``)."""
     def session(self, id: str) -> Optional[Session]:
@@ -698,22 +890,49 @@ class Ledger:
     def posture(self, id: str) -> Optional[Posture]:
         """The posture row of a session, current or lapsed, or ``None``."""
     def revoke(
-        self, id: str, propagation: Propagation, *, actor: str, token: Optional[str] = None
+        self,
+        id: str,
+        propagation: Propagation,
+        *,
+        actor: str,
+        token: Optional[str] = None,
+        unchecked: bool = False,
+        scopes: bool = False,
+        patterns: bool = False,
     ) -> Revocation:
         """Revokes postures from ``id``; ``propagation`` has no default:
 
         - ``"local"``: this session's only; ``still_holding`` lists the descendants that hold
           a posture inherited through it;
         - ``"cascade"``: this session's and every descendant's, created or spawned, in one
-          statement. With the ``token`` of a preview it applies only if nothing in the subtree
-          changed since, else raises ``StalePreview`` and changes nothing;
+          statement, bound to the preview whose ``token`` it is given: if anything in the
+          subtree changed since (a session, a posture, a scope or a pattern), it raises
+          ``StalePreview`` and changes nothing. Without a token it raises ``InvalidInput``
+          (kind ``"missing_token"``), unless ``unchecked=True`` says to apply it to whatever
+          the subtree holds when it runs. An empty or malformed token raises ``InvalidInput``
+          (kind ``"invalid_token"``): it never means "no check";
         - ``"preview"``: changes nothing; ``sessions`` and ``count`` are exactly who a cascade
-          would change, ``token`` binds a cascade to that.
+          would change, ``still_approving`` the scopes and patterns that would still approve
+          after it, and ``token`` binds a cascade to all of that.
 
-        Raises ``InvalidInput`` for another word, or a token with anything but ``"cascade"``;
-        ``UnknownSession``; ``StalePreview``."""
-    def revoke_all(self, *, actor: str) -> Revocation:
-        """Removes every session's posture, in one statement (the global trust button)."""
+        Scopes and patterns are not postures: a revocation leaves them approving, and lists
+        them in ``still_approving``. ``scopes=True`` also revokes the live scopes, and
+        ``patterns=True`` removes the patterns, of the live sessions it reaches, in the same
+        transaction (``grants_revoked``).
+
+        Raises ``InvalidInput`` for another word, a token or ``unchecked`` with anything but
+        ``"cascade"``, or ``scopes``/``patterns`` with ``"preview"``; ``UnknownSession``;
+        ``StalePreview``."""
+    def revoke_all(self, *, actor: str, scopes: bool = False, patterns: bool = False) -> Revocation:
+        """Removes every session's posture, in one statement (the global trust button).
+        ``still_approving`` lists the scopes and patterns of the live sessions that still
+        approve after it; ``scopes=True`` and ``patterns=True`` take them in the same
+        transaction, leaving nothing approving."""
+    def authority(self, id: str) -> Authority:
+        """Everything that approves for ``id`` now, in one snapshot: its posture and the chain
+        back to the operator's grant, its live scopes with their expiry and grantor, its
+        command patterns, and what withholds any of them (an ended session, a lapsed epoch, a
+        pattern this build refuses). Raises ``UnknownSession``."""
     def start_epoch(self, *, actor: str, durable: Optional[bool] = None) -> EpochStart:
         """Starts a new posture epoch: the backend calls it when it boots, so that trust does
         not outlive the process that gave it. Postures of the previous epoch stop counting,
@@ -766,7 +985,8 @@ class Ledger:
         Raises ``InvalidInput`` for a malformed id or an empty command."""
     def explain(self, id: str) -> Explanation:
         """Why ``id`` holds what it holds: label, posture and the grant it traces back to,
-        grants, and its audit rows, in one snapshot. Raises ``UnknownSession``."""
+        grants, its audit rows, and its ``authority``, in one snapshot. Raises
+        ``UnknownSession``."""
     def audit(
         self,
         *,
