@@ -496,7 +496,7 @@ impl From<sl::Decision> for Decision {
         // (the reason's word, the chain of a posture, the pattern, the scope)
         let (reason, chain, pattern, scope) = match d.reason {
             sl::Reason::Trust { posture } => ("trust", posture.chain, None, None),
-            sl::Reason::TrustReads { posture } => ("trust_reads", posture.chain, None, None),
+            sl::Reason::TrustReads { posture, .. } => ("trust_reads", posture.chain, None, None),
             sl::Reason::Pattern { pattern, .. } => ("pattern", Vec::new(), Some(pattern), None),
             sl::Reason::Scope { scope, .. } => ("scope", Vec::new(), None, Some(scope)),
             sl::Reason::UnknownSession => ("unknown_session", Vec::new(), None, None),
