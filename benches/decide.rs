@@ -20,11 +20,19 @@
 //! * `line_8_kib`: the same sessions and a line of 8,191 bytes, about the longest that is
 //!   parsed: `npm test` and 4,091 one-letter arguments (approve).
 //! * `line_100_kb`: the same sessions and a line of 100,000 bytes (ask, unread).
+//! * `patterns_200_bytes_reads`: the 20-pattern sessions and [`READ_200`], 200 bytes of seven
+//!   reading commands with quoted words, each admitted by a pattern (approve): the baseline of
+//!   the next two.
+//! * `classify_200_bytes`: sessions holding `trust_reads` and no pattern, [`READ_200`] with
+//!   `ReadOnly::Classify`: the ledger classifies every part read-only (approve).
+//! * `classify_200_bytes_asks`: the same sessions and [`LINE_200`] with `ReadOnly::Classify`:
+//!   `cargo test` is not read-only (ask, naming it).
 //!
 //! Input, built once before measuring through the fast building handle (see
 //! `benches/support/mod.rs`): a root `trusted` granted `trust` with 5,000 sessions below it
 //! (fan-out 10, each born with the inherited posture), and a root `asking` with no posture and
-//! 5,000 sessions below it, each given the two patterns. The ledger is settled (SQLite:
+//! 5,000 sessions below it, each given the two patterns; a root `patterned` with 1,000 sessions
+//! holding the 20 patterns, and a root `reader` granted `trust_reads` with 1,000 sessions. The ledger is settled (SQLite:
 //! checkpointed; PostgreSQL: copied into its own schema, vacuumed and analyzed) and opened with
 //! the default `Config`. Each measured call decides for the next session of its tree (roots
 //! excluded), round-robin.
@@ -37,7 +45,7 @@ mod support;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use session_ledger::{PostureLevel, PostureSource, Reason, Verdict};
+use session_ledger::{PostureLevel, PostureSource, ReadOnly, Reason, Verdict};
 use support::{Engine, Place};
 
 const PER_TREE: usize = 5_000;
@@ -83,8 +91,14 @@ const LINE_200: &str =
     npm test -- --grep \"quoting; and operators\" --reporter spec && ls -la src/storage docs && \
     grep -rn 'pattern' src/ | wc -l -c";
 
+/// 200 bytes, seven reading commands with quoted words, each admitted by one of [`PATTERNS`]
+/// and each read-only for the classifier.
+const READ_200: &str =
+    "git log --oneline -20 && ls -la src/storage docs && grep -rn 'pattern' src/ | wc -l -c \
+    && cat README.md | head -50 && git diff --stat HEAD~3 && tail -n 20 'docs/design.md'";
+
 fn decide_on(c: &mut Criterion, engine: Engine) {
-    let (place, (trusted, asking, patterned)) = Place::built(engine, |path| {
+    let (place, (trusted, asking, patterned, readers)) = Place::built(engine, |path| {
         let builder = support::builder(path);
         builder.create_root("trusted", support::ACTOR).unwrap();
         builder
@@ -105,7 +119,12 @@ fn decide_on(c: &mut Criterion, engine: Engine) {
                 assert!(builder.add_pattern(id, pattern, support::ACTOR).unwrap());
             }
         }
-        (trusted, asking, patterned)
+        builder.create_root("reader", support::ACTOR).unwrap();
+        builder
+            .grant("reader", PostureLevel::TrustReads, support::ACTOR)
+            .unwrap();
+        let readers = support::grow_tree(&builder, "reader", PATTERNED, 10);
+        (trusted, asking, patterned, readers)
     });
     let ledger = place.open();
     for id in &trusted {
@@ -144,6 +163,15 @@ fn decide_on(c: &mut Criterion, engine: Engine) {
     let d = ledger.decide(&patterned[0], &line_100_kb, false).unwrap();
     println!("a 100 KB line on 20 patterns: {:?}", d.verdict);
     assert_eq!(d.verdict, Verdict::Ask);
+    assert_eq!(READ_200.len(), 200, "{}", READ_200.len());
+    let d = ledger.decide(&patterned[0], READ_200, false).unwrap();
+    assert_eq!(d.verdict, Verdict::Approve, "{d:?}");
+    for id in &readers {
+        let d = ledger.decide(id, READ_200, ReadOnly::Classify).unwrap();
+        assert!(matches!(d.reason, Reason::TrustReads { .. }), "{id}: {d:?}");
+        let d = ledger.decide(id, LINE_200, ReadOnly::Classify).unwrap();
+        assert_eq!(d.verdict, Verdict::Ask, "{id}: {d:?}");
+    }
 
     let mut group = c.benchmark_group("decide");
     for (name, ids) in [("inherited_trust", &trusted), ("asks", &asking)] {
@@ -167,6 +195,7 @@ fn decide_on(c: &mut Criterion, engine: Engine) {
         ("line_8_kib_quoted", line_8_kib_quoted.as_str()),
         ("line_8_kib", line_8_kib.as_str()),
         ("line_100_kb", line_100_kb.as_str()),
+        ("patterns_200_bytes_reads", READ_200),
     ] {
         let mut next = 0;
         group.bench_function(format!("{}/{name}", engine.name()), |b| {
@@ -176,6 +205,23 @@ fn decide_on(c: &mut Criterion, engine: Engine) {
                 black_box(
                     ledger
                         .decide(black_box(id), black_box(line), false)
+                        .unwrap(),
+                )
+            })
+        });
+    }
+    for (name, line) in [
+        ("classify_200_bytes", READ_200),
+        ("classify_200_bytes_asks", LINE_200),
+    ] {
+        let mut next = 0;
+        group.bench_function(format!("{}/{name}", engine.name()), |b| {
+            b.iter(|| {
+                let id = &readers[next];
+                next = (next + 1) % readers.len();
+                black_box(
+                    ledger
+                        .decide(black_box(id), black_box(line), ReadOnly::Classify)
                         .unwrap(),
                 )
             })
