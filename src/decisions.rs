@@ -22,7 +22,10 @@ use crate::error::Result;
 use crate::grants::CommandPattern;
 use crate::labels::{self, SessionState};
 use crate::model::{AuditEntry, Id, Label, Posture, PostureLevel, Scope, Session};
-use crate::patterns::{admit, cached_pattern, kept_from, NotAdmitted};
+use crate::patterns::{
+    admit, cached_pattern, is_tool_rule, kept_from, NotAdmitted, ToolCall, ToolRule,
+    READ_ONLY_TOOLS,
+};
 use crate::sessions;
 use crate::storage::Read;
 
@@ -123,6 +126,14 @@ pub enum Reason {
         added_by: String,
         /// Every part of the line, in order, with the pattern that admitted it.
         parts: Vec<AdmittedPart>,
+    },
+    /// A tool rule of this session admits the tool call (`Read(src/**)`,
+    /// `WebFetch(domain:docs.rs)`, `mcp__github`).
+    ToolRule {
+        /// The rule.
+        rule: String,
+        /// Who added it.
+        added_by: String,
     },
     /// A live override scope on this session.
     Scope {
@@ -337,6 +348,78 @@ pub struct Explanation {
     pub audit: Vec<AuditEntry>,
     /// Everything that approves for it now, and what withholds any of it.
     pub authority: Authority,
+}
+
+/// May `id` make the tool call `call` now? The same order as [`decide`]: an ended session asks;
+/// `trust` approves; `trust_reads` approves a tool that only reads (`READ_ONLY_TOOLS`); a tool
+/// rule of the session that admits the call approves; a live scope approves; otherwise ask.
+/// `None` when `id` is not recorded. Nothing written.
+pub(crate) fn decide_tool(
+    r: &mut dyn Read,
+    id: Id<'_>,
+    call: &ToolCall<'_>,
+    now: DateTime<Utc>,
+) -> Result<Option<Decision>> {
+    let Some(facts) = r.decision_facts(id, now)? else {
+        return Ok(None);
+    };
+    let decision = |verdict, reason| {
+        Some(Decision {
+            session: id.as_str().to_owned(),
+            verdict,
+            reason,
+        })
+    };
+    if facts.ended {
+        return Ok(decision(Verdict::Ask, Reason::SessionEnded));
+    }
+    let reads = READ_ONLY_TOOLS.contains(&call.tool);
+    let posture = match facts.posture {
+        Some(p) if p.current && p.level == PostureLevel::Trust => {
+            return Ok(decision(Verdict::Approve, Reason::Trust { posture: p }));
+        }
+        Some(p) if p.current && p.level == PostureLevel::TrustReads && reads => {
+            let reason = Reason::TrustReads {
+                posture: p,
+                classification: None,
+            };
+            return Ok(decision(Verdict::Approve, reason));
+        }
+        other => other,
+    };
+    let mut rows = facts.patterns;
+    rows.sort_by(|a, b| a.pattern.cmp(&b.pattern));
+    let admitting = rows.into_iter().find(|row| {
+        is_tool_rule(&row.pattern)
+            && ToolRule::parse(&row.pattern).is_ok_and(|rule| rule.admits(call))
+    });
+    if let Some(row) = admitting {
+        let reason = Reason::ToolRule {
+            rule: row.pattern,
+            added_by: row.added_by,
+        };
+        return Ok(decision(Verdict::Approve, reason));
+    }
+    if let Some(scope) = facts.live_scope {
+        let reason = Reason::Scope {
+            scope: scope.name,
+            granted_by: scope.granted_by,
+            expires_at: scope.expires_at,
+        };
+        return Ok(decision(Verdict::Approve, reason));
+    }
+    let current = posture.as_ref().filter(|p| p.current);
+    Ok(decision(
+        Verdict::Ask,
+        Reason::Nothing {
+            reads_only: current.is_some_and(|p| p.level == PostureLevel::TrustReads),
+            classification: None,
+            lapsed_epoch: posture.filter(|p| !p.current).map(|p| p.epoch),
+            unadmitted: None,
+            refused: None,
+            kept: None,
+        },
+    ))
 }
 
 /// Why `id` holds what it holds, at `now`. Reads only: an unmaterialized session is explained

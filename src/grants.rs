@@ -20,7 +20,9 @@ use crate::audit;
 use crate::clock::format_ts;
 use crate::error::{Conflict, Corruption, Error, InputError, Result};
 use crate::model::{AuditKind, Grant, Id, Scope, StandingGrant};
-use crate::patterns::{check_pattern_examples, validate_pattern, Pattern, MAX_PATTERN_LEN};
+use crate::patterns::{
+    check_pattern_examples, is_tool_rule, validate_pattern, Pattern, ToolRule, MAX_PATTERN_LEN,
+};
 use crate::postures::RevocationEvent;
 use crate::sessions;
 use crate::storage::{PatternRow, Reach, Read, Write};
@@ -108,10 +110,14 @@ pub struct CommandPattern {
 impl CommandPattern {
     /// A stored pattern, with why this build refuses it, if it does.
     fn of(session: Id<'_>, row: PatternRow) -> CommandPattern {
-        let refused = validate_pattern(&row.pattern).err().map(|e| match e {
-            Error::Input(InputError::InvalidPattern { problem, .. }) => problem,
-            other => other.to_string(),
-        });
+        let refused = if is_tool_rule(&row.pattern) {
+            ToolRule::parse(&row.pattern).err()
+        } else {
+            validate_pattern(&row.pattern).err().map(|e| match e {
+                Error::Input(InputError::InvalidPattern { problem, .. }) => problem,
+                other => other.to_string(),
+            })
+        };
         CommandPattern {
             session: session.as_str().to_owned(),
             pattern: row.pattern,
@@ -185,6 +191,23 @@ pub struct PatternAdded {
 /// so, and agreeing with the examples that must and must not match. Returns the warnings the
 /// pattern raises ([`Pattern::warnings`]). Writes nothing.
 pub(crate) fn check_new_pattern(pattern: &str, checks: &NewPattern) -> Result<Vec<String>> {
+    let invalid = |problem: String| {
+        Error::Input(InputError::InvalidPattern {
+            pattern: pattern.to_owned(),
+            problem,
+        })
+    };
+    if is_tool_rule(pattern) {
+        ToolRule::parse(pattern).map_err(invalid)?;
+        if !checks.must_match.is_empty() || !checks.must_not_match.is_empty() {
+            return Err(invalid(
+                "examples are command lines, which a tool rule never admits; try the rule with \
+                 `pattern test-tool`"
+                    .to_owned(),
+            ));
+        }
+        return Ok(Vec::new());
+    }
     let parsed = Pattern::parse(pattern)?;
     if let Some(why) = parsed
         .admits_any_command()

@@ -139,8 +139,9 @@ pub use model::{
     PostureSource, Scope, Session, StandingGrant, Taint, GENESIS_HASH, MAX_ACTOR_LEN, MAX_ID_LEN,
 };
 pub use patterns::{
-    check_pattern_examples, pattern_matches, test_pattern, validate_pattern, PartTest, Pattern,
-    PatternTest, MAX_PATTERN_LEN,
+    check_pattern_examples, is_tool_rule, pattern_matches, test_pattern, validate_pattern,
+    PartTest, PathGlob, Pattern, PatternTest, ToolCall, ToolRule, EDIT_TOOLS, MAX_PATTERN_LEN,
+    READ_ONLY_TOOLS, READ_TOOLS,
 };
 pub use postures::{
     validate_preview_token, Affected, EpochStart, Propagation, Revocation, RevocationKind,

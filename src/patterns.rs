@@ -32,6 +32,11 @@ use crate::commands::{
 use crate::error::{Error, InputError};
 
 mod breadth;
+mod tools;
+
+pub use tools::{
+    is_tool_rule, PathGlob, ToolCall, ToolRule, EDIT_TOOLS, READ_ONLY_TOOLS, READ_TOOLS,
+};
 
 /// The longest command pattern accepted, in bytes.
 pub const MAX_PATTERN_LEN: usize = 1024;
@@ -338,7 +343,12 @@ pub(crate) fn cached_pattern(text: &str) -> Option<Rc<Pattern>> {
         if let Some(found) = cell.borrow().get(text) {
             return found.clone();
         }
-        let parsed = Pattern::parse(text).ok().map(Rc::new);
+        // A tool rule (`mcp__github`) never admits a command line, even one that reads alike.
+        let parsed = if is_tool_rule(text) {
+            None
+        } else {
+            Pattern::parse(text).ok().map(Rc::new)
+        };
         let mut cache = cell.borrow_mut();
         if cache.len() >= PARSED_CAPACITY {
             cache.clear();

@@ -165,7 +165,56 @@ fn pattern_add_refuses_any_command_unless_told_and_review_lists_narrowed_pattern
     Ok(())
 }
 
+fn decide_tool_and_test_tool_judge_a_tool_call_by_its_rules(engine: Engine) -> TestResult {
+    let Some(fx) = Fixture::init_on(engine)? else {
+        return Ok(());
+    };
+    let root = tempfile::tempdir()?;
+    std::fs::create_dir_all(root.path().join("src"))?;
+    let root_arg = root.path().to_str().unwrap_or_default();
+    ok(&fx, &["create", "r", "--actor", "alice"])?;
+    ok(
+        &fx,
+        &["pattern", "add", "r", "Read(src/**)", "--actor", "alice"],
+    )?;
+    let decide = |path: &str| {
+        ok(
+            &fx,
+            &[
+                "decide", "r", "--tool", "Read", "--path", path, "--root", root_arg,
+            ],
+        )
+    };
+    assert_eq!(
+        decide("src/lib.rs")?,
+        "approve: tool rule \"Read(src/**)\" added by alice\n"
+    );
+    assert!(decide("../outside")?.starts_with("ask: "));
+    assert_eq!(
+        ok(
+            &fx,
+            &[
+                "pattern",
+                "test-tool",
+                "WebFetch(domain:docs.rs)",
+                "--tool",
+                "WebFetch",
+                "--url",
+                "https://docs.rs/serde"
+            ]
+        )?,
+        "tool rule \"WebFetch(domain:docs.rs)\" admits this WebFetch call\n"
+    );
+    let r = refused_unchanged(
+        &fx,
+        &["pattern", "add", "r", "Bash(npm test:*)", "--actor", "a"],
+    )?;
+    assert_mentions(&r, "command pattern");
+    Ok(())
+}
+
 engine_tests! {
+    decide_tool_and_test_tool_judge_a_tool_call_by_its_rules,
     classify_prints_the_verdict_and_the_word_that_decided,
     the_words_after_the_dashes_are_judged_as_typed,
     decide_classify_approves_reads_and_names_the_word_that_asks,

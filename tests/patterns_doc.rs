@@ -6,7 +6,9 @@
 mod common;
 
 use common::{Engine, TestResult};
-use session_ledger::{classify, NewPattern, Reason, Verdict};
+use std::path::Path;
+
+use session_ledger::{classify, NewPattern, Reason, ToolCall, Verdict};
 
 fn doc() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/patterns.md"))
@@ -99,6 +101,61 @@ fn the_wrapper_table_decides_as_it_says(engine: Engine) -> TestResult {
     Ok(())
 }
 
+fn the_tool_rule_examples_decide_as_they_say(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    let root = tempfile::tempdir()?;
+    let outside = tempfile::tempdir()?;
+    std::fs::create_dir_all(root.path().join("src"))?;
+    std::fs::create_dir_all(root.path().join("docs"))?;
+    std::fs::write(root.path().join("src/lib.rs"), "")?;
+    std::fs::write(root.path().join("docs/a.md"), "")?;
+    std::fs::write(outside.path().join("secret"), "")?;
+    std::os::unix::fs::symlink(outside.path(), root.path().join("src/escape"))?;
+    f.ledger.create_root("s", "op")?;
+    for rule in [
+        "Read(src/**)",
+        "Edit(docs/*.md)",
+        "WebFetch(domain:docs.rs)",
+        "mcp__github__list_issues",
+    ] {
+        f.ledger.add_pattern("s", rule, "op")?;
+    }
+    let doc = doc();
+    let section = &doc[doc
+        .find("\n## Grants for other tools\n")
+        .expect("the section")..];
+    let examples = &section[section
+        .find("| tool | path or URL |")
+        .expect("the examples")..];
+    let rows = table(&format!("\n## x\n{examples}"), "x");
+    assert!(rows.len() >= 12, "{rows:?}");
+    for row in rows {
+        let [tool, target, decision, _] = &row[..] else {
+            panic!("{row:?}");
+        };
+        let tool = &spans(tool)[0];
+        let target = spans(target).first().cloned();
+        let url = target.as_deref().filter(|t| t.starts_with("http"));
+        let path = target
+            .as_deref()
+            .filter(|t| !t.starts_with("http"))
+            .map(Path::new);
+        let call = ToolCall {
+            tool,
+            path,
+            url,
+            root: Some(root.path()),
+        };
+        let d = f.ledger.decide_tool("s", &call)?;
+        let verdict = match d.verdict {
+            Verdict::Approve => "approve",
+            Verdict::Ask => "ask",
+        };
+        assert_eq!(verdict, decision, "{tool} {target:?}: {d:?}");
+    }
+    Ok(())
+}
+
 #[test]
 fn the_classifier_table_classifies_as_it_says() {
     let rows = table(&doc(), "Read-only commands: the classifier");
@@ -126,6 +183,7 @@ fn the_classifier_table_classifies_as_it_says() {
 }
 
 engine_tests! {
+    the_tool_rule_examples_decide_as_they_say,
     the_wildcard_table_decides_as_it_says,
     the_wrapper_table_decides_as_it_says,
 }

@@ -7,6 +7,7 @@ use crate::error::{InputError, Result};
 use crate::grants::{self, AlsoRevoke, CommandPattern, NewPattern, PatternAdded, PatternReview};
 use crate::labels;
 use crate::model::{validate_actor, Id, Posture, PostureLevel, Scope};
+use crate::patterns::ToolCall;
 use crate::postures::{self, validate_preview_token, EpochStart, Propagation, Revocation};
 use crate::sessions;
 
@@ -391,6 +392,53 @@ impl Ledger {
             return Ok(decision);
         }
         // First sight of a spawned id: its allocation (rule P3), then the decision.
+        let spawned = self.storage.read(|r| sessions::spawn_anchor(r, id))?;
+        if spawned.is_some() {
+            self.write(|tx, now| labels::materialize(tx, id, now))?;
+            if let Some(decision) = decide(self.wall_clock())? {
+                return Ok(decision);
+            }
+        }
+        Ok(Decision::unknown(id))
+    }
+
+    /// May `id` make a tool call other than a shell command now (`Read`, `Edit`, `WebFetch`, an
+    /// MCP tool)? As [`Ledger::decide`]: `trust` approves; `trust_reads` approves a tool that
+    /// only reads ([`READ_ONLY_TOOLS`](crate::READ_ONLY_TOOLS)); a tool rule of the session
+    /// (`Read(src/**)`, `WebFetch(domain:docs.rs)`, `mcp__github`, added with
+    /// [`Ledger::add_pattern`]) that admits the call approves; a live scope approves; otherwise
+    /// ask. A path is resolved (`..`, symbolic links) against `call.root` before it is matched.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidId`; `EmptyCommand` for an empty tool name; [`Error::Storage`](crate::Error::Storage).
+    /// A shell command is decided by [`Ledger::decide`], which reads the line: here `Bash` is
+    /// a tool like any other, which no tool rule admits.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), session_ledger::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use session_ledger::{Ledger, ToolCall, Verdict};
+    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
+    /// ledger.create_root("worker", "alice")?;
+    /// ledger.add_pattern("worker", "WebFetch(domain:docs.rs)", "alice")?;
+    /// let fetch = |url| ToolCall { tool: "WebFetch", path: None, url: Some(url), root: None };
+    /// assert_eq!(ledger.decide_tool("worker", &fetch("https://docs.rs/serde"))?.verdict, Verdict::Approve);
+    /// assert_eq!(ledger.decide_tool("worker", &fetch("https://evil.example/"))?.verdict, Verdict::Ask);
+    /// # Ok(()) }
+    /// ```
+    pub fn decide_tool(&self, id: &str, call: &ToolCall<'_>) -> Result<Decision> {
+        let id = Id::parse(id)?;
+        if call.tool.is_empty() {
+            return Err(InputError::EmptyCommand.into());
+        }
+        let decide = |now| {
+            self.storage
+                .read(|r| decisions::decide_tool(r, id, call, now))
+        };
+        if let Some(decision) = decide(self.wall_clock())? {
+            return Ok(decision);
+        }
         let spawned = self.storage.read(|r| sessions::spawn_anchor(r, id))?;
         if spawned.is_some() {
             self.write(|tx, now| labels::materialize(tx, id, now))?;

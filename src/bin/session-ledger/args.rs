@@ -267,15 +267,17 @@ pub enum LedgerCommand {
         /// The session's id.
         id: String,
         /// The caller classified the command as read-only.
-        #[arg(long, conflicts_with = "classify")]
+        #[arg(long, conflicts_with_all = ["classify", "tool"])]
         read_only: bool,
         /// The ledger classifies the command (as `classify` does), for a session that holds
         /// trust_reads.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "tool")]
         classify: bool,
+        #[command(flatten)]
+        tool: ToolCallArgs,
         /// The command line after `--`: one argument is the line as the shell reads it; several
         /// are its words, each quoted back as one word.
-        #[arg(required = true, last = true, value_name = "COMMAND")]
+        #[arg(required_unless_present = "tool", last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// Say whether a command line is known to only read, and the word that decided; writes
@@ -292,6 +294,24 @@ pub enum LedgerCommand {
     /// Signed checkpoints of the audit trail, for auditors to keep (docs/audit.md).
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
+}
+
+/// A tool call other than a shell command, as `decide --tool` and `pattern test-tool` take it.
+#[derive(Debug, Args)]
+pub struct ToolCallArgs {
+    /// Decide a tool call instead of a command line: the tool's name (Read, Edit, Write,
+    /// WebFetch, mcp__SERVER__TOOL, ...).
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// The file or folder the tool reads or edits, absolute or relative to --root.
+    #[arg(long, value_name = "PATH", requires = "tool")]
+    pub path: Option<std::path::PathBuf>,
+    /// The URL the tool fetches.
+    #[arg(long, value_name = "URL", requires = "tool")]
+    pub url: Option<String>,
+    /// The session's working tree, which path rules are relative to.
+    #[arg(long, value_name = "DIR", requires = "tool")]
+    pub root: Option<std::path::PathBuf>,
 }
 
 /// The rows `audit` lists: every filter narrows them.
@@ -446,6 +466,14 @@ pub enum PatternCommand {
         /// are its words, each quoted back as one word.
         #[arg(required = true, last = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Show whether a tool rule (`Read(src/**)`, `Edit(docs/*.md)`, `WebFetch(domain:HOST)`,
+    /// `mcp__SERVER__TOOL`) admits a tool call; writes nothing and needs no ledger.
+    TestTool {
+        /// The rule.
+        rule: String,
+        #[command(flatten)]
+        call: ToolCallArgs,
     },
     /// List the stored patterns of live sessions that admit less than before wildcards were
     /// kept from words that run programs or write files (`git *` no longer admits

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand};
+use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand, ToolCallArgs};
 use crate::commands::{audit, authority, checkpoints, completions, copy, demo, sessions};
 use crate::context::Context;
 use crate::error::CliError;
@@ -187,9 +187,15 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         LedgerCommand::Scope(command) => authority::scope(ctx, command),
         LedgerCommand::Decide {
             id,
+            tool: call @ ToolCallArgs { tool: Some(_), .. },
+            ..
+        } => authority::decide_tool(ctx, id, call),
+        LedgerCommand::Decide {
+            id,
             read_only,
             classify,
             command,
+            ..
         } => {
             let read_only = match (*read_only, *classify) {
                 (_, true) => session_ledger::ReadOnly::Classify,

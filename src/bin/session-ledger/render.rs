@@ -78,6 +78,12 @@ pub enum Report {
         pattern: String,
         added: PatternAdded,
     },
+    /// `pattern test-tool`.
+    ToolRuleTested {
+        rule: String,
+        tool: String,
+        admitted: bool,
+    },
     /// `pattern review`.
     PatternReviews(Vec<PatternReview>),
     /// `classify`.
@@ -273,6 +279,23 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
             }
             Ok(())
         }),
+        Report::ToolRuleTested {
+            rule,
+            tool,
+            admitted,
+        } => emit(
+            out,
+            json,
+            &json!({ "rule": rule, "tool": tool, "admitted": admitted }),
+            || {
+                let verb = if *admitted {
+                    "admits"
+                } else {
+                    "does not admit"
+                };
+                format!("tool rule {rule:?} {verb} this {tool} call")
+            },
+        ),
         Report::Classified(c) => emit(out, json, c, || authority::describe_classification(c)),
         Report::PatternRemoved { id, pattern } => emit(
             out,

@@ -4,9 +4,11 @@
 //! (`authority`) and why a session holds what it holds (`explain`), and the posture epochs
 //! (`epoch`).
 
-use session_ledger::{AlsoRevoke, NewPattern, PostureLevel, Propagation, ReadOnly};
+use session_ledger::{
+    AlsoRevoke, NewPattern, PostureLevel, Propagation, ReadOnly, ToolCall, ToolRule,
+};
 
-use crate::args::{AlsoRevokeArgs, EpochCommand, PatternCommand, ScopeCommand};
+use crate::args::{AlsoRevokeArgs, EpochCommand, PatternCommand, ScopeCommand, ToolCallArgs};
 use crate::context::{acting, command_line, open_existing, open_for_reading, Context};
 use crate::error::CliError;
 use crate::render::Report;
@@ -126,6 +128,20 @@ pub fn pattern(ctx: &Context<'_>, command: &PatternCommand) -> Result<Report, Cl
                 added,
             })
         }
+        PatternCommand::TestTool { rule, call } => {
+            let rule_parsed = ToolRule::parse(rule).map_err(|problem| {
+                session_ledger::Error::Input(session_ledger::InputError::InvalidPattern {
+                    pattern: rule.clone(),
+                    problem,
+                })
+            })?;
+            let admitted = rule_parsed.admits(&tool_call(call)?);
+            Ok(Report::ToolRuleTested {
+                rule: rule.clone(),
+                tool: call.tool.clone().unwrap_or_default(),
+                admitted,
+            })
+        }
         PatternCommand::Review => Ok(Report::PatternReviews(
             open_for_reading(ctx)?.review_patterns()?,
         )),
@@ -184,6 +200,26 @@ pub fn decide(
         &command_line(command),
         read_only,
     )?))
+}
+
+/// `decide --tool`: whether `id` may make a tool call other than a shell command.
+pub fn decide_tool(ctx: &Context<'_>, id: &str, call: &ToolCallArgs) -> Result<Report, CliError> {
+    let ledger = open_existing(ctx.db)?;
+    Ok(Report::Decided(ledger.decide_tool(id, &tool_call(call)?)?))
+}
+
+/// The library's view of `--tool NAME [--path P] [--url U] [--root DIR]`.
+fn tool_call(call: &ToolCallArgs) -> Result<ToolCall<'_>, CliError> {
+    let tool = call
+        .tool
+        .as_deref()
+        .ok_or_else(|| CliError::Usage("--tool NAME is required".to_owned()))?;
+    Ok(ToolCall {
+        tool,
+        path: call.path.as_deref(),
+        url: call.url.as_deref(),
+        root: call.root.as_deref(),
+    })
 }
 
 /// `classify`: whether a command line is known to only read; needs no ledger.

@@ -74,6 +74,7 @@ pub fn describe_decision(d: &Decision) -> String {
                 .collect();
             format!("every part admitted: {}", each.join("; "))
         }
+        Reason::ToolRule { rule, added_by } => format!("tool rule {rule:?} added by {added_by}"),
         Reason::Scope {
             scope,
             granted_by,
