@@ -131,6 +131,7 @@ arguments! {
     actor: text -> String;
     creator: text -> String;
     command: text -> String;
+    line: text -> String;
     level: text -> String;
     name: text -> String;
     pattern: text -> String;
@@ -154,6 +155,7 @@ arguments! {
     unchecked: flag -> bool;
     scopes: flag -> bool;
     patterns: flag -> bool;
+    classify: flag -> bool;
     durable: optional_flag -> Option<bool>;
     durable_postures: optional_flag -> Option<bool>;
     before: optional_whole -> Option<i64>;

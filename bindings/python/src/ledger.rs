@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use session_ledger as sl;
 use sl::{
-    AlsoRevoke, AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise,
+    AlsoRevoke, AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise, ReadOnly,
     RevocationKind, Taint,
 };
 
@@ -107,6 +107,23 @@ fn to_head(py: Python<'_>, name: &str, saved: &Bound<'_, PyAny>) -> PyResult<sl:
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "{name} must be an AuditHead or its text 'SEQ:HASH', as audit_head() gives, not {given}"
     )))
+}
+
+/// Who says whether a command is read-only: the caller (`read_only`), the ledger (`classify`),
+/// or nobody. Both at once is refused: the caller's word would silently win or lose.
+fn who_classifies(py: Python<'_>, read_only: bool, classify: bool) -> PyResult<ReadOnly> {
+    match (read_only, classify) {
+        (true, true) => Err(errors::invalid(
+            py,
+            "invalid_classify",
+            "read_only=True says the command is read-only and classify=True asks the ledger \
+             whether it is: give one, not both"
+                .to_owned(),
+        )),
+        (true, false) => Ok(ReadOnly::Yes),
+        (false, true) => Ok(ReadOnly::Classify),
+        (false, false) => Ok(ReadOnly::No),
+    }
 }
 
 /// The settings the constructor's keywords name, over the library's defaults.
@@ -613,15 +630,18 @@ impl PyLedger {
             .map(|v| v.into_iter().map(Scope::from).collect())
     }
 
-    /// May `id` run `command` now? Approve or ask, with what admitted it.
-    #[pyo3(signature = (id, command, *, read_only=false))]
+    /// May `id` run `command` now? Approve or ask, with what admitted it. `read_only` says the
+    /// caller classified the command as read-only; `classify` asks the ledger to classify it.
+    #[pyo3(signature = (id, command, *, read_only=false, classify=false))]
     fn decide(
         &self,
         py: Python<'_>,
         #[pyo3(from_py_with = arguments::id)] id: String,
         #[pyo3(from_py_with = arguments::command)] command: String,
         #[pyo3(from_py_with = arguments::read_only)] read_only: bool,
+        #[pyo3(from_py_with = arguments::classify)] classify: bool,
     ) -> PyResult<Decision> {
+        let read_only = who_classifies(py, read_only, classify)?;
         self.call(py, |l| l.decide(&id, &command, read_only))
             .map(Decision::from)
     }
@@ -721,15 +741,18 @@ impl PyLedger {
     /// `decide`, answered with every part of its reason, as a `dict`: what the command line's
     /// `--json decide` prints (`verdict`, and `reason` with its `kind` and, for patterns, each
     /// simple command's `text`, `range` and the `pattern` that admitted it, or the first part
-    /// no pattern admits, or the construct none ever admits).
-    #[pyo3(signature = (id, command, *, read_only=false))]
+    /// no pattern admits, or the construct none ever admits, and the classification when the
+    /// ledger classified the command).
+    #[pyo3(signature = (id, command, *, read_only=false, classify=false))]
     fn decision_detail<'py>(
         &self,
         py: Python<'py>,
         #[pyo3(from_py_with = arguments::id)] id: String,
         #[pyo3(from_py_with = arguments::command)] command: String,
         #[pyo3(from_py_with = arguments::read_only)] read_only: bool,
+        #[pyo3(from_py_with = arguments::classify)] classify: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let read_only = who_classifies(py, read_only, classify)?;
         let decision = self.call(py, |l| l.decide(&id, &command, read_only))?;
         let value = serde_json::to_value(&decision).map_err(|e| {
             errors::raise(

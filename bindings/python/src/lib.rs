@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 
 mod arguments;
 mod checkpoints;
+mod commands;
 mod errors;
 mod ledger;
 mod levels;
@@ -64,6 +65,8 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::EpochStart>()?;
     m.add_class::<values::Scope>()?;
     m.add_class::<values::Decision>()?;
+    m.add_class::<commands::Classification>()?;
+    m.add_class::<commands::ClassifiedPart>()?;
     m.add_class::<values::TreeNode>()?;
     m.add_class::<values::AuditEntry>()?;
     m.add_class::<values::AuditHead>()?;
@@ -80,6 +83,7 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checkpoints::generate_key, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::verifier_key, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::verify_receipt, m)?)?;
+    m.add_function(wrap_pyfunction!(commands::classify, m)?)?;
     m.add_function(wrap_pyfunction!(_time_decide, m)?)?;
     Ok(())
 }

@@ -11,6 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use session_ledger as sl;
 
+use crate::commands::Classification;
+
 /// `Name(field=repr(value), ...)` for the fields of `obj`, in order.
 pub(crate) fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<String> {
     let mut parts = Vec::with_capacity(fields.len());
@@ -464,8 +466,9 @@ impl From<sl::Scope> for Scope {
     }
 }
 
-/// The answer of `decide`: approve or ask, what admitted the command, and for a posture the
-/// chain of sessions from the operator's grant down to this one.
+/// The answer of `decide`: approve or ask, what admitted the command, for a posture the chain
+/// of sessions from the operator's grant down to this one, the ledger's classification when it
+/// classified the command, and the word a pattern's wildcard was kept from.
 #[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Decision {
@@ -476,6 +479,10 @@ pub struct Decision {
     reason: &'static str,
     pattern: Option<String>,
     scope: Option<String>,
+    classification: Option<Classification>,
+    kept_word: Option<String>,
+    kept_pattern: Option<String>,
+    kept_why: Option<String>,
 }
 field_repr!(
     Decision,
@@ -487,21 +494,42 @@ field_repr!(
         "reason",
         "pattern",
         "scope",
+        "classification",
+        "kept_word",
+        "kept_pattern",
+        "kept_why",
     ]
 );
 
 impl From<sl::Decision> for Decision {
     fn from(d: sl::Decision) -> Decision {
         let approved = d.verdict == sl::Verdict::Approve;
+        // The ledger's classification, when it classified the command, and the word a
+        // pattern's wildcard was kept from.
+        let (mut classification, mut kept) = (None, None);
         // (the reason's word, the chain of a posture, the pattern, the scope)
         let (reason, chain, pattern, scope) = match d.reason {
             sl::Reason::Trust { posture } => ("trust", posture.chain, None, None),
-            sl::Reason::TrustReads { posture, .. } => ("trust_reads", posture.chain, None, None),
+            sl::Reason::TrustReads {
+                posture,
+                classification: c,
+                ..
+            } => {
+                classification = c;
+                ("trust_reads", posture.chain, None, None)
+            }
             sl::Reason::Pattern { pattern, .. } => ("pattern", Vec::new(), Some(pattern), None),
             sl::Reason::Scope { scope, .. } => ("scope", Vec::new(), None, Some(scope)),
             sl::Reason::UnknownSession => ("unknown_session", Vec::new(), None, None),
             sl::Reason::SessionEnded => ("session_ended", Vec::new(), None, None),
-            sl::Reason::Nothing { .. } => ("nothing", Vec::new(), None, None),
+            sl::Reason::Nothing {
+                classification: c,
+                kept: k,
+                ..
+            } => {
+                (classification, kept) = (c, k);
+                ("nothing", Vec::new(), None, None)
+            }
             // A reason this build does not name: the verdict still stands.
             _ => (
                 if approved { "other" } else { "nothing" },
@@ -522,6 +550,10 @@ impl From<sl::Decision> for Decision {
             reason,
             pattern,
             scope,
+            classification: classification.map(Classification::from),
+            kept_word: kept.as_ref().map(|k| k.word.clone()),
+            kept_pattern: kept.as_ref().map(|k| k.pattern.clone()),
+            kept_why: kept.map(|k| k.why),
         }
     }
 }

@@ -157,6 +157,7 @@ def test_values_out_of_range_raise_invalid_input(place: Place) -> None:
             lambda: ledger.add_pattern("conductor", "git *", actor=ACTOR, must_not_match=["git push"]),
         ),
         ("empty_command", lambda: ledger.decide("conductor", "")),
+        ("invalid_classify", lambda: ledger.decide("conductor", "ls", read_only=True, classify=True)),
         ("invalid_audit_kind", lambda: ledger.audit(kind="session.created")),
         ("invalid_limit", lambda: ledger.audit(limit=-1)),
         ("invalid_head", lambda: session_ledger.AuditHead.parse("7:abc")),

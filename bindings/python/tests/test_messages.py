@@ -82,8 +82,16 @@ def _results(ledger: Ledger) -> List[Any]:
     head = ledger.audit_head()
     level = ledger.tree_level()
     lapsed = ledger.authority("conductor")
+    classified = session_ledger.classify("timeout 5 cat x > y && ls")
+    ledger.create_root("reader", actor=ACTOR)
+    ledger.grant("reader", "trust_reads", actor=ACTOR)
+    by_classifier = ledger.decide("reader", "timeout 5 cat x", classify=True)
     ended = ledger.end("worker", actor=ACTOR)
     return [
+        classified,
+        by_classifier.classification,
+        session_ledger.classify("timeout 5 cat x").parts[0],
+        by_classifier,
         preview.affected[0],
         preview.still_approving[0],
         explanation.authority,

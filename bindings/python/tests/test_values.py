@@ -31,7 +31,8 @@ def test_results_compare_by_value_hash_by_value_and_print_every_field(ledger: Le
     decision = ledger.decide("conductor", "make deploy")
     assert repr(decision) == (
         "Decision(id='conductor', approved=True, admitted_by='trust', chain=['conductor'], "
-        "reason='trust', pattern=None, scope=None)"
+        "reason='trust', pattern=None, scope=None, classification=None, kept_word=None, "
+        "kept_pattern=None, kept_why=None)"
     )
     assert decision == ledger.decide("conductor", "make deploy")
     entry = ledger.audit(limit=1)[0]

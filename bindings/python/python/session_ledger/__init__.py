@@ -65,6 +65,9 @@ from ._session_ledger import LevelNode, TreeLevel
 # Everything that approves for a session, and what a stop leaves approving or takes.
 from ._session_ledger import Affected, Authority, CommandPattern, Ended, StandingGrant, Withheld
 
+# What a command does: the classifier.
+from ._session_ledger import Classification, ClassifiedPart, classify
+
 # The words that cross the boundary, for annotating code that passes them on.
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
@@ -73,6 +76,17 @@ AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
 Origin = Literal["root", "created", "spawned"]
 GrantKind = Literal["scope", "pattern"]
 WithheldKind = Literal["session_ended", "lapsed_posture", "refused_pattern"]
+Effect = Literal[
+    "runs",
+    "writes_to",
+    "writes",
+    "deletes",
+    "sends",
+    "escalates",
+    "environment",
+    "unknown",
+    "construct",
+]
 Reason = Literal[
     "trust",
     "trust_reads",
@@ -148,4 +162,10 @@ __all__ += [
     "Withheld",
     "GrantKind",
     "WithheldKind",
+]
+__all__ += [
+    "classify",
+    "Classification",
+    "ClassifiedPart",
+    "Effect",
 ]

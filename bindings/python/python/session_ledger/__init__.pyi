@@ -43,6 +43,7 @@ __all__ = [
     "generate_key",
     "verifier_key",
     "verify_receipt",
+    "classify",
     "Ledger",
     "CreationRate",
     "Taint",
@@ -53,10 +54,13 @@ __all__ = [
     "Reason",
     "GrantKind",
     "WithheldKind",
+    "Effect",
     "AuditEntry",
     "AuditHead",
     "Affected",
     "Authority",
+    "Classification",
+    "ClassifiedPart",
     "CommandPattern",
     "Created",
     "Decision",
@@ -120,6 +124,25 @@ AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
 Origin = Literal["root", "created", "spawned"]
 GrantKind = Literal["scope", "pattern"]
 WithheldKind = Literal["session_ended", "lapsed_posture", "refused_pattern"]
+Effect = Literal[
+    "runs",
+    "writes_to",
+    "writes",
+    "deletes",
+    "sends",
+    "escalates",
+    "environment",
+    "unknown",
+    "construct",
+]
+"""What a word makes a command do besides reading: ``"runs"`` another program (``find -exec``,
+``git -c``, ``rg --pre``, a wrapper's command), ``"writes_to"`` a file an option names
+(``sort -o``, ``curl -o``), ``"writes"`` files or state (``rm``, ``git commit``, ``sed -i``),
+``"deletes"`` what it finds (``find -delete``), ``"sends"`` data (``curl -X POST``),
+``"escalates"`` privileges (``sudo``, ``doas``), changes the ``"environment"`` of what it runs
+(``NAME=value``), is ``"unknown"`` to the classifier (an allowlist: a program, subcommand or
+option it has no rule for), or is a ``"construct"`` of the line that is never read-only (a
+redirection, a substitution, an expansion)."""
 Reason = Literal[
     "trust",
     "trust_reads",
@@ -130,6 +153,16 @@ Reason = Literal[
     "nothing",
     "other",
 ]
+
+def classify(line: str) -> Classification:
+    """Is ``line`` known to only read? The ledger's classifier, with no ledger: the line is read
+    as ``decide`` and command patterns read it, wrappers are read through (``timeout 5 cat x``
+    is ``cat x``, ``bash -c 'ls; pwd'`` is its two commands; ``sudo`` is never read-only), and
+    each program's rule looks at its words. A line is read-only only when every simple command
+    in it is a program the classifier knows, used in a way known not to write, run another
+    program, escalate or send; an unknown program is not read-only, and a construct the
+    grammar refuses (a redirection, a substitution, an expansion) never is. Every verdict names
+    the word that decided it. Releases the GIL while it reads."""
 
 class CreationRate(NamedTuple):
     """The creation-rate bound: at most ``max_creations`` sessions created by one creator
@@ -539,6 +572,77 @@ class Scope:
     def __hash__(self) -> int: ...
 
 @final
+class ClassifiedPart:
+    """One simple command of a classified line, with its own verdict."""
+
+    @property
+    def text(self) -> str:
+        """The part as written in the line."""
+    @property
+    def start(self) -> int:
+        """Where it starts in the line, as a ``str`` index: ``line[start:end] == text``. (The
+        library and the command line's ``--json`` count bytes.)"""
+    @property
+    def end(self) -> int:
+        """Where it ends in the line, as a ``str`` index (one past its last character)."""
+    @property
+    def read_only(self) -> bool:
+        """It is known to only read."""
+    @property
+    def word(self) -> str:
+        """The word that decided: the first that makes it more than a read, or for a read-only
+        part its program."""
+    @property
+    def effect(self) -> Optional[Effect]:
+        """What that word does; ``None`` for a read-only part."""
+    @property
+    def reason(self) -> str:
+        """Why, in words (``"find runs a program for each file it finds"``)."""
+    @property
+    def through(self) -> list[str]:
+        """The wrappers read through to reach the command judged, outermost first
+        (``["timeout"]``, ``["a shell's -c"]``); empty for a command that has none."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class Classification:
+    """The classifier's verdict on a command line (``classify``, and
+    ``Decision.classification``)."""
+
+    @property
+    def line(self) -> str:
+        """The line."""
+    @property
+    def read_only(self) -> bool:
+        """Every simple command of the line is known to only read."""
+    @property
+    def word(self) -> str:
+        """The word that decided: for a line that is not read-only, the first word that made
+        it so (``"-exec"``; the start of the construct, for a refused line); for a read-only
+        line, the program of its first part."""
+    @property
+    def effect(self) -> Optional[Effect]:
+        """What that word does; ``None`` when the line is read-only."""
+    @property
+    def reason(self) -> str:
+        """Why, in words (the library's; a place it names is counted in bytes)."""
+    @property
+    def parts(self) -> list[ClassifiedPart]:
+        """Each simple command, in order, with its verdict; empty when the line was refused."""
+    @property
+    def refused(self) -> Optional[str]:
+        """The construct that stops the line, as a snake_case word (``"redirection"``,
+        ``"command_substitution"``, ``"parameter_expansion"``, ...): such a line is never
+        read-only. ``None`` when the line is plain simple commands."""
+    @property
+    def refused_at(self) -> Optional[int]:
+        """Where that construct starts in the line, as a ``str`` index; ``None`` with
+        ``refused``."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
 class Decision:
     """The answer of ``Ledger.decide``: approve or ask, and why."""
 
@@ -566,6 +670,24 @@ class Decision:
     @property
     def scope(self) -> Optional[str]:
         """The override scope that admitted it."""
+    @property
+    def classification(self) -> Optional[Classification]:
+        """The ledger's verdict on the command, when ``decide(..., classify=True)`` asked for a
+        session holding ``trust_reads``: read-only (the reason is ``"trust_reads"``), or the word
+        that made it not so. ``None`` when the ledger did not classify (it classifies only where
+        the answer depends on it)."""
+    @property
+    def kept_word(self) -> Optional[str]:
+        """For an ask: a word of the command a pattern's wildcard would have matched but may not
+        stand for, because it runs another program, writes a file it names or sets the
+        environment (``"-c"`` of ``git -c ...`` under ``git *``, ``"-exec"`` under ``find *``,
+        the program a wrapper runs). A pattern admits such a word only by naming it."""
+    @property
+    def kept_pattern(self) -> Optional[str]:
+        """The pattern that would otherwise have admitted the part holding ``kept_word``."""
+    @property
+    def kept_why(self) -> Optional[str]:
+        """What ``kept_word`` does, in words."""
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -975,14 +1097,19 @@ class Ledger:
         ``"unknown_scope"``) when it has no live scope of that name."""
     def scopes(self, id: str) -> list[Scope]:
         """The override scopes on a session, live or not, oldest first."""
-    def decide(self, id: str, command: str, *, read_only: bool = False) -> Decision:
+    def decide(
+        self, id: str, command: str, *, read_only: bool = False, classify: bool = False
+    ) -> Decision:
         """May ``id`` run ``command`` now? The call made on every tool approval. An ended or
-        unknown session asks; ``trust`` approves; ``trust_reads`` approves a command the caller
-        classified as ``read_only``; command patterns approve a line whose every simple command
-        one of them admits; a live scope approves; otherwise ask. Reads only (a spawned id seen
-        for the first time is recorded first).
+        unknown session asks; ``trust`` approves; ``trust_reads`` approves a command that is
+        read-only, as the caller says (``read_only=True``) or as the ledger's classifier finds
+        (``classify=True``: the verdict is the decision's ``classification``); command patterns
+        approve a line whose every simple command one of them admits, wrappers read through; a
+        live scope approves; otherwise ask. Reads only (a spawned id seen for the first time is
+        recorded first).
 
-        Raises ``InvalidInput`` for a malformed id or an empty command."""
+        Raises ``InvalidInput`` for a malformed id or an empty command, and (kind
+        ``"invalid_classify"``) for ``read_only=True`` with ``classify=True``."""
     def explain(self, id: str) -> Explanation:
         """Why ``id`` holds what it holds: label, posture and the grant it traces back to,
         grants, its audit rows, and its ``authority``, in one snapshot. Raises
@@ -1028,15 +1155,20 @@ class Ledger:
 
         Raises ``UnknownSession`` for an unknown ``parent``, ``InvalidInput`` for a malformed
         id or a negative ``limit``."""
-    def decision_detail(self, id: str, command: str, *, read_only: bool = False) -> dict[str, Any]:
+    def decision_detail(
+        self, id: str, command: str, *, read_only: bool = False, classify: bool = False
+    ) -> dict[str, Any]:
         """``decide``, answered with every part of its reason as a ``dict``, as the command
         line's ``--json decide`` prints it: ``verdict`` (``"approve"`` or ``"ask"``) and
         ``reason``, whose ``kind`` is a ``Reason`` word; for ``"pattern"``, ``parts``: each simple
         command's ``text``, ``range`` and the ``pattern`` and ``added_by`` that admitted it; for
         ``"nothing"``, ``unadmitted`` (the first part no pattern admits) or ``refused`` (the
-        construct no pattern ever admits, ``{"construct", "at"}``). Reads only, as ``decide``.
+        construct no pattern ever admits, ``{"construct", "at"}``) and ``kept`` (the word a
+        wildcard may not stand for: ``{"word", "pattern", "why"}``); ``classification`` when the
+        ledger classified the command (``classify=True``). Places are counted in bytes, as the
+        command line counts them. Reads only, as ``decide``.
 
-        Raises ``InvalidInput`` for a malformed id or an empty command."""
+        Raises as ``decide``."""
     def checkpoint(self, key: str, *, actor: str, origin: Optional[str] = None) -> Dict[str, Any]:
         """Signs a checkpoint of the whole trail with ``key`` (a signing key's text), records it
         with its ``checkpoint.sign`` audit row, and returns ``{"origin", "size", "root",
