@@ -156,6 +156,7 @@ arguments! {
     scopes: flag -> bool;
     patterns: flag -> bool;
     classify: flag -> bool;
+    admit_any_command: flag -> bool;
     durable: optional_flag -> Option<bool>;
     durable_postures: optional_flag -> Option<bool>;
     before: optional_whole -> Option<i64>;

@@ -14,8 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use session_ledger as sl;
 use sl::{
-    AlsoRevoke, AuditKind, AuditQuery, Config, Ledger, PostureLevel, Propagation, Raise, ReadOnly,
-    RevocationKind, Taint,
+    AlsoRevoke, AuditKind, AuditQuery, Config, Ledger, NewPattern, PostureLevel, Propagation,
+    Raise, ReadOnly, RevocationKind, Taint,
 };
 
 use crate::arguments;
@@ -23,8 +23,9 @@ use crate::checkpoints;
 use crate::errors::{self, Class};
 use crate::levels::TreeLevel;
 use crate::values::{
-    AuditEntry, AuditHead, Authority, Created, Decision, Ended, EpochStart, Explanation, Posture,
-    RaiseOutcome, Revocation, Scope, Session, SessionState, TreeNode, Verification,
+    AuditEntry, AuditHead, Authority, Created, Decision, Ended, EpochStart, Explanation,
+    PatternAdded, PatternReview, Posture, RaiseOutcome, Revocation, Scope, Session, SessionState,
+    TreeNode, Verification,
 };
 
 /// An open ledger: a SQLite file or a PostgreSQL database. Safe to share between threads;
@@ -126,6 +127,18 @@ fn who_classifies(py: Python<'_>, read_only: bool, classify: bool) -> PyResult<R
     }
 }
 
+/// The checks `add_pattern` and `add_pattern_checked` run before storing a pattern.
+fn new_pattern(
+    must_match: Vec<String>,
+    must_not_match: Vec<String>,
+    admit_any_command: bool,
+) -> NewPattern {
+    let mut checks = NewPattern::new().admit_any_command(admit_any_command);
+    checks.must_match = must_match;
+    checks.must_not_match = must_not_match;
+    checks
+}
+
 /// The settings the constructor's keywords name, over the library's defaults.
 fn config(
     py: Python<'_>,
@@ -192,6 +205,43 @@ impl PyLedger {
         // last reference, and closing the pool waits for its connections.
         py.detach(move || f(&ledger))
             .map_err(|e| errors::to_py(py, e))
+    }
+
+    /// `add_pattern_checked` for `add_pattern` and `add_pattern_checked`. A refusal because the
+    /// pattern admits any command also names the keyword that stores it anyway.
+    fn add_checked(
+        &self,
+        py: Python<'_>,
+        (id, pattern, actor): (String, String, String),
+        checks: NewPattern,
+    ) -> PyResult<sl::PatternAdded> {
+        let ledger = self.open_ledger(py)?;
+        // The `Arc` is dropped inside, as in `call`.
+        let result = py.detach(move || {
+            ledger
+                .add_pattern_checked(&id, &pattern, &actor, &checks)
+                .map_err(|e| {
+                    let any_command =
+                        matches!(e, sl::Error::Input(sl::InputError::InvalidPattern { .. }))
+                            && !checks.admit_any_command
+                            && sl::Pattern::parse(&pattern)
+                                .is_ok_and(|p| p.admits_any_command().is_some());
+                    (e, any_command)
+                })
+        });
+        result.map_err(|(e, any_command)| {
+            if any_command {
+                errors::raise(
+                    py,
+                    Class::InvalidInput,
+                    format!("{e}: pass admit_any_command=True"),
+                    e.kind(),
+                    None,
+                )
+            } else {
+                errors::to_py(py, e)
+            }
+        })
     }
 }
 
@@ -554,8 +604,13 @@ impl PyLedger {
         self.call(py, |l| l.current_epoch())
     }
 
-    /// Allows a command pattern for one live session; never inherited.
-    #[pyo3(signature = (id, pattern, *, actor, must_match=Vec::new(), must_not_match=Vec::new()))]
+    /// Allows a command pattern for one live session; never inherited. A pattern that admits
+    /// any command is refused unless `admit_any_command` says so. Whether it was added.
+    #[pyo3(signature = (
+        id, pattern, *, actor, must_match=Vec::new(), must_not_match=Vec::new(),
+        admit_any_command=false
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn add_pattern(
         &self,
         py: Python<'_>,
@@ -564,10 +619,46 @@ impl PyLedger {
         #[pyo3(from_py_with = arguments::actor)] actor: String,
         #[pyo3(from_py_with = arguments::must_match)] must_match: Vec<String>,
         #[pyo3(from_py_with = arguments::must_not_match)] must_not_match: Vec<String>,
+        #[pyo3(from_py_with = arguments::admit_any_command)] admit_any_command: bool,
     ) -> PyResult<bool> {
-        self.call(py, |l| {
-            l.add_pattern_with_examples(&id, &pattern, &actor, &must_match, &must_not_match)
-        })
+        self.add_checked(
+            py,
+            (id, pattern, actor),
+            new_pattern(must_match, must_not_match, admit_any_command),
+        )
+        .map(|added| added.added)
+    }
+
+    /// `add_pattern`, answered with whether it was added and the warnings the pattern raises
+    /// (a wildcard where `rm`, `dd` or `chmod -R` takes its target).
+    #[pyo3(signature = (
+        id, pattern, *, actor, must_match=Vec::new(), must_not_match=Vec::new(),
+        admit_any_command=false
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_pattern_checked(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::pattern)] pattern: String,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+        #[pyo3(from_py_with = arguments::must_match)] must_match: Vec<String>,
+        #[pyo3(from_py_with = arguments::must_not_match)] must_not_match: Vec<String>,
+        #[pyo3(from_py_with = arguments::admit_any_command)] admit_any_command: bool,
+    ) -> PyResult<PatternAdded> {
+        self.add_checked(
+            py,
+            (id, pattern, actor),
+            new_pattern(must_match, must_not_match, admit_any_command),
+        )
+        .map(PatternAdded::from)
+    }
+
+    /// Every stored pattern of a live session that admits less than it did before wildcards
+    /// were kept from words that run programs or write files, by session then pattern.
+    fn review_patterns(&self, py: Python<'_>) -> PyResult<Vec<PatternReview>> {
+        self.call(py, |l| l.review_patterns())
+            .map(|v| v.into_iter().map(PatternReview::from).collect())
     }
 
     /// Removes a command pattern from a session.

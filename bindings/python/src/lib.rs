@@ -65,6 +65,8 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::EpochStart>()?;
     m.add_class::<values::Scope>()?;
     m.add_class::<values::Decision>()?;
+    m.add_class::<values::PatternAdded>()?;
+    m.add_class::<values::PatternReview>()?;
     m.add_class::<commands::Classification>()?;
     m.add_class::<commands::ClassifiedPart>()?;
     m.add_class::<values::TreeNode>()?;

@@ -870,6 +870,53 @@ impl From<sl::CommandPattern> for CommandPattern {
     }
 }
 
+/// What `add_pattern_checked` did: whether it added the pattern (False when the session
+/// already had it, and nothing was written), and the warnings the pattern raises.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct PatternAdded {
+    added: bool,
+    warnings: Vec<String>,
+}
+field_repr!(PatternAdded, ["added", "warnings"]);
+
+impl From<sl::PatternAdded> for PatternAdded {
+    fn from(p: sl::PatternAdded) -> PatternAdded {
+        PatternAdded {
+            added: p.added,
+            warnings: p.warnings,
+        }
+    }
+}
+
+/// A stored pattern of a live session that admits less than it did before wildcards were kept
+/// from words that run programs or write files (`Ledger.review_patterns`), and why.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct PatternReview {
+    session: String,
+    pattern: String,
+    added_by: String,
+    added_at: DateTime<Utc>,
+    reason: String,
+}
+field_repr!(
+    PatternReview,
+    ["session", "pattern", "added_by", "added_at", "reason",]
+);
+
+impl From<sl::PatternReview> for PatternReview {
+    fn from(p: sl::PatternReview) -> PatternReview {
+        PatternReview {
+            session: p.session,
+            pattern: p.pattern,
+            added_by: p.added_by,
+            added_at: p.added_at,
+            reason: p.reason,
+        }
+    }
+}
+
 /// Why something a session holds approves nothing now: `kind` is `"session_ended"`,
 /// `"lapsed_posture"` (with the posture's `epoch`) or `"refused_pattern"` (with the `pattern`
 /// and the `problem` this build has with it).

@@ -1,7 +1,8 @@
 """What a command does (issue 33), through Python: the module's `classify`, `decide` asking the
-ledger to classify (`classify=True`), a wildcard kept from a word that runs a program, and
-wrappers read through. The rules are the library's (tests/wrappers.rs); these show that the
-binding hands them over whole."""
+ledger to classify (`classify=True`), a wildcard kept from a word that runs a program, wrappers
+read through, a pattern that admits any command refused unless the operator says so, its
+warnings, and `review_patterns`. The rules are the library's (tests/wrappers.rs); these show
+that the binding hands them over whole."""
 
 from __future__ import annotations
 
@@ -129,3 +130,50 @@ def test_a_pattern_for_npm_test_admits_it_run_through_timeout(ledger: Ledger) ->
     assert detail["reason"]["parts"][0]["inner"] == "npm test"
     # sudo is never read through: a pattern for the inner command does not admit it.
     assert not ledger.decide("worker", "sudo npm test").approved
+
+
+def test_a_pattern_that_admits_any_command_is_refused_unless_the_operator_says_so(ledger: Ledger) -> None:
+    ledger.create_root("w", actor=ACTOR)
+    for pattern in ["sudo *", "*", "bash -c *"]:
+        with pytest.raises(InvalidInput) as refused:
+            ledger.add_pattern("w", pattern, actor=ACTOR)
+        assert refused.value.kind == "invalid_pattern"
+        assert "it admits any command" in str(refused.value)
+        assert str(refused.value).endswith("takes an explicit choice (admit any command): pass admit_any_command=True")
+    with pytest.raises(InvalidInput):
+        ledger.add_pattern_checked("w", "sudo *", actor=ACTOR)
+    assert ledger.patterns("w") == [] and ledger.audit(kind="pattern.add") == []
+    assert ledger.add_pattern("w", "sudo *", actor=ACTOR, admit_any_command=True) is True
+    assert ledger.patterns("w") == ["sudo *"]
+    assert [e.detail["pattern"] for e in ledger.audit(kind="pattern.add")] == ["sudo *"]
+    # Any other invalid pattern says nothing about the keyword: it would not help.
+    with pytest.raises(InvalidInput) as malformed:
+        ledger.add_pattern("w", "", actor=ACTOR)
+    assert "admit_any_command" not in str(malformed.value)
+
+
+def test_add_pattern_checked_answers_whether_it_added_and_the_warnings(ledger: Ledger) -> None:
+    ledger.create_root("w", actor=ACTOR)
+    added = ledger.add_pattern_checked("w", "rm -rf build/*", actor=ACTOR)
+    assert added.added is True
+    assert len(added.warnings) == 1 and "rm takes its target" in added.warnings[0]
+    assert ledger.patterns("w") == ["rm -rf build/*"], "a pattern that warns is stored all the same"
+    again = ledger.add_pattern_checked("w", "rm -rf build/*", actor=ACTOR)
+    assert (again.added, again == added) == (False, False)
+    plain = ledger.add_pattern_checked("w", "npm test *", actor=ACTOR, must_match=["npm test --watch"])
+    assert repr(plain) == "PatternAdded(added=True, warnings=[])"
+    # add_pattern keeps its answer: a bool.
+    assert ledger.add_pattern("w", "npm test *", actor=ACTOR) is False
+
+
+def test_review_patterns_lists_git_star_whose_wildcard_narrowed(ledger: Ledger) -> None:
+    ledger.create_root("worker", actor=ACTOR)
+    ledger.add_pattern("worker", "git *", actor="bob")
+    ledger.add_pattern("worker", "npm test", actor=ACTOR)
+    assert ledger.review_patterns() == ledger.review_patterns()
+    [review] = ledger.review_patterns()
+    assert (review.session, review.pattern, review.added_by) == ("worker", "git *", "bob")
+    assert review.added_at == ledger.authority("worker").patterns[0].added_at
+    assert review.reason.startswith("its wildcard no longer stands for -c ")
+    ledger.end("worker", actor=ACTOR)
+    assert ledger.review_patterns() == [], "only live sessions' patterns approve"

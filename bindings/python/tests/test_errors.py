@@ -156,6 +156,7 @@ def test_values_out_of_range_raise_invalid_input(place: Place) -> None:
             "invalid_pattern",
             lambda: ledger.add_pattern("conductor", "git *", actor=ACTOR, must_not_match=["git push"]),
         ),
+        ("invalid_pattern", lambda: ledger.add_pattern("conductor", "sudo *", actor=ACTOR)),
         ("empty_command", lambda: ledger.decide("conductor", "")),
         ("invalid_classify", lambda: ledger.decide("conductor", "ls", read_only=True, classify=True)),
         ("invalid_audit_kind", lambda: ledger.audit(kind="session.created")),

@@ -82,12 +82,16 @@ def _results(ledger: Ledger) -> List[Any]:
     head = ledger.audit_head()
     level = ledger.tree_level()
     lapsed = ledger.authority("conductor")
+    added = ledger.add_pattern_checked("worker", "git *", actor=ACTOR)
+    [review] = ledger.review_patterns()
     classified = session_ledger.classify("timeout 5 cat x > y && ls")
     ledger.create_root("reader", actor=ACTOR)
     ledger.grant("reader", "trust_reads", actor=ACTOR)
     by_classifier = ledger.decide("reader", "timeout 5 cat x", classify=True)
     ended = ledger.end("worker", actor=ACTOR)
     return [
+        added,
+        review,
         classified,
         by_classifier.classification,
         session_ledger.classify("timeout 5 cat x").parts[0],

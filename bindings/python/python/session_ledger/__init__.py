@@ -65,8 +65,8 @@ from ._session_ledger import LevelNode, TreeLevel
 # Everything that approves for a session, and what a stop leaves approving or takes.
 from ._session_ledger import Affected, Authority, CommandPattern, Ended, StandingGrant, Withheld
 
-# What a command does: the classifier.
-from ._session_ledger import Classification, ClassifiedPart, classify
+# What a command does: the classifier, and what adding or reviewing a pattern says.
+from ._session_ledger import Classification, ClassifiedPart, PatternAdded, PatternReview, classify
 
 # The words that cross the boundary, for annotating code that passes them on.
 Taint = Literal["public", "private", "secret"]
@@ -168,4 +168,6 @@ __all__ += [
     "Classification",
     "ClassifiedPart",
     "Effect",
+    "PatternAdded",
+    "PatternReview",
 ]

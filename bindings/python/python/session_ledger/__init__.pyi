@@ -68,6 +68,8 @@ __all__ = [
     "EpochStart",
     "Explanation",
     "Label",
+    "PatternAdded",
+    "PatternReview",
     "Posture",
     "RaiseOutcome",
     "Revocation",
@@ -643,6 +645,46 @@ class Classification:
     def __hash__(self) -> int: ...
 
 @final
+class PatternAdded:
+    """What ``Ledger.add_pattern_checked`` did."""
+
+    @property
+    def added(self) -> bool:
+        """False when the session already had the pattern: nothing was written. (What
+        ``add_pattern`` returns.)"""
+    @property
+    def warnings(self) -> list[str]:
+        """Why the pattern may be broader than meant, if it may: a wildcard where ``rm``,
+        ``dd``, ``mkfs`` or ``chmod -R`` takes its target. The pattern is stored all the same;
+        show them to the operator."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class PatternReview:
+    """A stored pattern of a live session that admits less than it did before wildcards were
+    kept from words that run programs or write files (``Ledger.review_patterns``)."""
+
+    @property
+    def session(self) -> str:
+        """The session holding it."""
+    @property
+    def pattern(self) -> str:
+        """The pattern."""
+    @property
+    def added_by(self) -> str:
+        """Who added it."""
+    @property
+    def added_at(self) -> datetime:
+        """When."""
+    @property
+    def reason(self) -> str:
+        """What it no longer admits (``"its wildcard no longer stands for -c ..."``), or why it
+        would be refused if added now."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
 class Decision:
     """The answer of ``Ledger.decide``: approve or ask, and why."""
 
@@ -1071,13 +1113,42 @@ class Ledger:
         actor: str,
         must_match: Sequence[str] = ...,
         must_not_match: Sequence[str] = ...,
+        admit_any_command: bool = False,
     ) -> bool:
         """Allows a command pattern for one live session (never inherited). With examples,
         first checks that the pattern matches each of ``must_match`` and none of
         ``must_not_match``. Returns False, writing nothing, when the session already had it.
+        ``add_pattern_checked`` is the same call, answered with the pattern's warnings too.
 
-        Raises ``InvalidInput`` for a malformed pattern or an example that disagrees;
-        ``UnknownSession``; ``Conflict``."""
+        A pattern that admits any command (a lone ``*``, a wildcard as the program, ``sudo *``,
+        ``bash -c *``, ``env *``, ``xargs *``, ``eval *``) is refused with ``InvalidInput``
+        (kind ``"invalid_pattern"``, the message says why) unless ``admit_any_command=True``
+        says it is meant. A pattern's wildcard never stands for a word that runs another
+        program or writes a file it names (``git -c``, ``find -exec``, ``sort -o``), and a
+        pattern for a command admits it run through ``timeout``, ``nice``, ``nohup``, ``time``,
+        ``stdbuf``, ``command``, ``env`` or a shell's ``-c`` (docs/patterns.md).
+
+        Raises ``InvalidInput`` for a malformed pattern, one that admits any command, or an
+        example that disagrees; ``UnknownSession``; ``Conflict``."""
+    def add_pattern_checked(
+        self,
+        id: str,
+        pattern: str,
+        *,
+        actor: str,
+        must_match: Sequence[str] = ...,
+        must_not_match: Sequence[str] = ...,
+        admit_any_command: bool = False,
+    ) -> PatternAdded:
+        """``add_pattern``, answered with whether the pattern was added and the warnings it
+        raises (a wildcard where a destructive program takes its target: ``rm -rf build/*``):
+        a pattern that warns is stored all the same. Raises as ``add_pattern``."""
+    def review_patterns(self) -> list[PatternReview]:
+        """Every stored pattern of a live session that admits less than it did before
+        wildcards were kept from words that run programs or write files (``git *`` no longer
+        admits ``git -c ...``), or that would be refused if added now (``sudo *``), by session
+        then pattern: the lines such a pattern approved and now asks about. An upgrade check:
+        it reads every pattern of the live sessions."""
     def remove_pattern(self, id: str, pattern: str, *, actor: str) -> None:
         """Removes a command pattern from a session. Raises ``Conflict`` (kind
         ``"unknown_pattern"``) when it has none such."""
