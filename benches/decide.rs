@@ -20,7 +20,7 @@
 //! * `line_8_kib`: the same sessions and a line of 8,191 bytes, about the longest that is
 //!   parsed: `npm test` and 4,091 one-letter arguments (approve).
 //! * `line_100_kb`: the same sessions and a line of 100,000 bytes (ask, unread).
-//! * `patterns_200_bytes_reads`: the 20-pattern sessions and [`READ_200`], 200 bytes of seven
+//! * `patterns_200_bytes_reads`: the 20-pattern sessions and [`READ_200`], 200 bytes of eight
 //!   reading commands with quoted words, each admitted by a pattern (approve): the baseline of
 //!   the next two.
 //! * `classify_200_bytes`: sessions holding `trust_reads` and no pattern, [`READ_200`] with
@@ -91,11 +91,12 @@ const LINE_200: &str =
     npm test -- --grep \"quoting; and operators\" --reporter spec && ls -la src/storage docs && \
     grep -rn 'pattern' src/ | wc -l -c";
 
-/// 200 bytes, seven reading commands with quoted words, each admitted by one of [`PATTERNS`]
+/// 200 bytes, eight reading commands with quoted words, each admitted by one of [`PATTERNS`]
 /// and each read-only for the classifier.
 const READ_200: &str =
     "git log --oneline -20 && ls -la src/storage docs && grep -rn 'pattern' src/ | wc -l -c \
-    && cat README.md | head -50 && git diff --stat HEAD~3 && tail -n 20 'docs/design.md'";
+    && cat README.md | head -50 && git diff --stat HEAD~3 && tail -n 20 'docs/design.md' \
+    && rg -n classify src/ docs/";
 
 fn decide_on(c: &mut Criterion, engine: Engine) {
     let (place, (trusted, asking, patterned, readers)) = Place::built(engine, |path| {
