@@ -1,5 +1,6 @@
 """The examples run, on each engine: examples/python/dashboard_hooks.py shows each touch point,
-and docs/python.md's worked example prints exactly the lines the guide shows under it."""
+and docs/python.md's worked example, and its example of what a command does, print exactly the
+lines the guide shows under them."""
 
 from __future__ import annotations
 
@@ -19,16 +20,27 @@ GUIDE = ROOT / "docs" / "python.md"
 GUIDE_PATH = '"/var/lib/dashboard/ledger.db"'
 
 
-def guide_example() -> tuple[str, str]:
-    """docs/python.md's worked example: the Python snippet, and the text block that the line
-    "Running the example prints:" introduces."""
+def guide_example(heading: str = "A worked example") -> tuple[str, str]:
+    """An example of docs/python.md's section ``heading``: the Python snippet, and the text
+    block that the line "Running the example prints:" introduces."""
     text = GUIDE.read_text(encoding="utf-8")
-    section = text.split("## A worked example", 1)[1].split("\n## ", 1)[0]
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
     found = re.search(
         r"```python\n(.*?)```\n\nRunning the example prints:\n\n```text\n(.*?)```", section, re.DOTALL
     )
-    assert found, "docs/python.md's worked example: a python block, then 'Running the example prints:' and a text block"
+    assert found, f"docs/python.md's {heading!r}: a python block, then 'Running the example prints:' and a text block"
     return found.group(1), found.group(2)
+
+
+def run_guide_example(place: Place, heading: str) -> None:
+    """Runs the example of the guide's section ``heading`` on the test's ledger, and compares
+    what it prints with what the guide shows."""
+    snippet, shown = guide_example(heading)
+    assert snippet.count(GUIDE_PATH) == 1, "the snippet opens its ledger at one path"
+    code = snippet.replace(GUIDE_PATH, repr(place.target))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=place.folder)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == shown
 
 
 def test_the_dashboard_hooks_example_runs_and_shows_each_touch_point(place: Place) -> None:
@@ -62,9 +74,8 @@ def test_the_dashboard_hooks_example_runs_and_shows_each_touch_point(place: Plac
 
 
 def test_the_guide_s_worked_example_prints_exactly_what_the_guide_shows(place: Place) -> None:
-    snippet, shown = guide_example()
-    assert snippet.count(GUIDE_PATH) == 1, "the snippet opens its ledger at one path"
-    code = snippet.replace(GUIDE_PATH, repr(place.target))
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=place.folder)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout == shown
+    run_guide_example(place, "A worked example")
+
+
+def test_the_guide_s_command_example_prints_exactly_what_the_guide_shows(place: Place) -> None:
+    run_guide_example(place, "What a command does")
