@@ -39,6 +39,11 @@ const READS: &[&str] = &[
     "range-diff",
     "show-branch",
     "verify-pack",
+    "verify-commit",
+    "verify-tag",
+    "request-pull",
+    "fsck",
+    "archive",
     "help",
 ];
 
@@ -47,15 +52,13 @@ const WRITES: &[&str] = &[
     "add",
     "am",
     "apply",
-    "archive",
-    "bisect",
+    "format-patch",
     "checkout",
     "cherry-pick",
     "clean",
     "clone",
     "commit",
     "fetch",
-    "format-patch",
     "gc",
     "init",
     "merge",
@@ -73,8 +76,6 @@ const WRITES: &[&str] = &[
     "update-ref",
     "maintenance",
     "repack",
-    "replace",
-    "sparse-checkout",
     "filter-branch",
     "mergetool",
     "difftool",
@@ -87,7 +88,6 @@ const WRITES: &[&str] = &[
     "remote",
     "config",
     "reflog",
-    "fsck",
     "lfs",
 ];
 
@@ -142,6 +142,8 @@ pub(super) fn rules(scan: &mut Scan<'_>) {
             | "--info-path"
             | "-P"
             | "--namespace"
+            | "-p"
+            | "--paginate"
             | "--help"
             | "-h" => {}
             _ => scan.flag(
@@ -200,13 +202,17 @@ pub(super) fn rules(scan: &mut Scan<'_>) {
               "--local-user", "--edit", "--create-reflog"],
             "git tag with a name creates or changes a tag",
         ),
-        "remote" | "stash" | "reflog" | "worktree" | "submodule" | "notes" => {
+        "remote" | "stash" | "reflog" | "worktree" | "submodule" | "notes" | "sparse-checkout"
+        | "bundle" | "rerere" | "bisect" => {
             let reads: &[&str] = match sub {
                 "remote" => &["show", "get-url"],
                 "stash" => &["list", "show"],
                 "reflog" => &["show"],
-                "worktree" => &["list"],
+                "worktree" | "sparse-checkout" => &["list"],
                 "submodule" => &["status", "summary"],
+                "bundle" => &["verify", "list-heads"],
+                "rerere" => &["status", "diff", "remaining"],
+                "bisect" => &["log"],
                 _ => &["list", "show"],
             };
             let operand = scan.operands(from).first().copied();
@@ -218,6 +224,30 @@ pub(super) fn rules(scan: &mut Scan<'_>) {
             }
         }
         "config" => config(scan, at),
+        "replace" => listing(
+            scan,
+            at,
+            "l",
+            &["--list", "--format"],
+            "df",
+            &["--delete", "--edit", "--graft", "--convert-graft-file", "--force"],
+            "git replace with an object replaces it",
+        ),
+        "archive" => {
+            scan.options(from, "o", &[], Effect::WritesTo, "git archive -o writes the file it names");
+            scan.options(from, "", &["--exec"], Effect::Runs, "git archive --exec runs the program it names");
+        }
+        "fsck" => scan.options(from, "", &["--lost-found"], Effect::Writes, "git fsck --lost-found writes what it finds"),
+        "hash-object" => scan.exact(from, &["-w"], Effect::Writes, "git hash-object -w writes the object"),
+        "apply" if scan.has(from, "", &["--check"])
+            && !scan.has(from, "", &["--apply", "--index", "--cached", "--3way", "--reject"]) => {}
+        "format-patch" if scan.has(from, "", &["--stdout"]) => {}
+        "symbolic-ref" => {
+            scan.options(from, "d", &["--delete"], Effect::Writes, "git symbolic-ref -d deletes the ref");
+            if let Some(&(i, _)) = scan.operands(from).get(1) {
+                scan.flag(i, Effect::Writes, "git symbolic-ref with a target sets the ref");
+            }
+        }
         s if READS.contains(&s) => {}
         s if WRITES.contains(&s) => {
             scan.flag(at, Effect::Writes, "a git subcommand that changes the repository or a remote")
@@ -294,5 +324,48 @@ fn config(scan: &mut Scan<'_>, at: usize) {
     if !reads && scan.operands(from).len() > 1 {
         let (i, _) = scan.operands(from)[1];
         scan.flag(i, Effect::Writes, why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::classify;
+
+    fn word(line: &str) -> Option<String> {
+        let c = classify(line);
+        (!c.read_only).then_some(c.word)
+    }
+
+    #[test]
+    fn git_reads_in_subcommands_that_check_verify_or_print_and_writes_elsewhere() {
+        for line in [
+            "git fsck --full",
+            "git verify-commit HEAD",
+            "git archive --format=zip HEAD",
+            "git apply --check p.diff",
+            "git format-patch --stdout -1",
+            "git symbolic-ref --short HEAD",
+            "git replace -l",
+            "git bisect log",
+            "git rerere status",
+            "git bundle verify r.bundle",
+            "git --paginate log",
+        ] {
+            assert_eq!(word(line), None, "{line}");
+        }
+        for (line, w) in [
+            ("git archive -o f.tar HEAD", "-o"),
+            ("git archive --remote=o --exec=x HEAD", "--exec=x"),
+            ("git apply p.diff", "apply"),
+            ("git format-patch -3", "format-patch"),
+            ("git symbolic-ref HEAD refs/heads/x", "refs/heads/x"),
+            ("git fsck --lost-found", "--lost-found"),
+            ("git hash-object -w f", "-w"),
+            ("git replace a b", "a"),
+            ("git rerere", "rerere"),
+            ("git lfs ls-files", "lfs"),
+        ] {
+            assert_eq!(word(line).as_deref(), Some(w), "{line}");
+        }
     }
 }
