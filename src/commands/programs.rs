@@ -14,7 +14,14 @@
 
 use serde::Serialize;
 
+mod cli;
+mod cloud;
+mod data;
+mod dev;
 mod git;
+mod infra;
+mod services;
+mod system;
 mod text;
 mod tools;
 
@@ -288,30 +295,27 @@ const READERS: &[&str] = &[
     "look",
     "factor",
     "pathchk",
+    "eza",
+    "exa",
+    "locate",
+    "host",
+    "ping",
+    "ping6",
+    "help",
     ":",
 ];
 
 /// Programs whose only read-only use is asking for their version.
 const VERSION_ONLY: &[&str] = &[
-    "python",
-    "python3",
-    "node",
-    "ruby",
-    "perl",
-    "java",
-    "rustc",
-    "gcc",
-    "cc",
-    "clang",
-    "make",
-    "deno",
-    "bun",
-    "php",
-    "rustup",
-    "dotnet",
-    "terraform",
-    "helm",
+    "python", "python3", "node", "ruby", "perl", "java", "rustc", "gcc", "cc", "clang", "make",
+    "deno", "bun", "php", "rustup", "dotnet",
 ];
+
+/// `python3.12` and the like: a Python named with its version.
+fn is_versioned_python(name: &str) -> bool {
+    name.strip_prefix("python")
+        .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+}
 
 /// What `words` (a command whose wrappers are read through; no leading assignment) does
 /// besides reading. An empty list means read-only.
@@ -327,16 +331,44 @@ pub(crate) fn findings(words: &[String]) -> Vec<Finding> {
     };
     match name {
         n if READERS.contains(&n) => {}
-        n if VERSION_ONLY.contains(&n) => {
-            if !matches!(&words[1..], [v] if v == "--version" || v == "-V") {
+        n if VERSION_ONLY.contains(&n) || is_versioned_python(n) => {
+            let python = n.starts_with("python");
+            if !matches!(&words[1..], [v] if matches!(v.as_str(), "--version" | "-V" | "--help" | "-h")
+                || (python && v == "-VV"))
+            {
                 scan.flag(
                     0,
                     Effect::Unknown,
-                    "only its --version is known to be read-only",
+                    "only its --version and --help are known to be read-only",
                 );
             }
         }
         "git" => git::rules(&mut scan),
+        "aws" => cloud::aws(&mut scan),
+        "az" => cloud::az(&mut scan),
+        "gcloud" => cloud::gcloud(&mut scan),
+        "gh" => services::gh(&mut scan),
+        "auth0" => services::auth0(&mut scan),
+        "helm" => infra::helm(&mut scan),
+        "terraform" => infra::terraform(&mut scan),
+        "packer" => infra::packer(&mut scan),
+        "cdk" => infra::cdk(&mut scan),
+        n if n == "ansible" || n.starts_with("ansible-") => infra::ansible(n, &mut scan),
+        "brew" => dev::brew(&mut scan),
+        "fzf" => dev::fzf(&mut scan),
+        "ruff" => dev::ruff(&mut scan),
+        "sqlite3" | "duckdb" => data::sql_shell(name, &mut scan),
+        "openssl" => data::openssl(&mut scan),
+        "7z" | "7za" | "7zr" | "7zz" => data::seven_zip(&mut scan),
+        "ip" => system::ip(&mut scan),
+        "ifconfig" => system::ifconfig(&mut scan),
+        "dmesg" => system::dmesg(&mut scan),
+        "less" | "more" | "man" | "bat" | "batcat" | "ag" => system::viewer(name, &mut scan),
+        "sips" => system::sips(&mut scan),
+        "symbols" => system::symbols(&mut scan),
+        "prometheus" => system::prometheus(&mut scan),
+        "command" => system::command(&mut scan),
+        "dig" | "nslookup" => system::dns(name, &mut scan),
         "find" => text::find(&mut scan),
         "sed" => text::sed(&mut scan),
         "awk" | "gawk" | "mawk" | "nawk" => text::awk(&mut scan),
@@ -357,8 +389,24 @@ pub(crate) fn findings(words: &[String]) -> Vec<Finding> {
             );
         }
         "uniq" | "xxd" => {
-            if scan.operands(1).len() > 1 {
-                let (i, _) = scan.operands(1)[1];
+            // xxd's options that take a value (`-l 120`); uniq's (`-f 1`) are read as operands,
+            // which is stricter.
+            let valued = if name == "xxd" { "cglosnR" } else { "" };
+            let mut operands = Vec::new();
+            let mut at = 1;
+            while let Some(w) = words.get(at) {
+                if w == "--" {
+                    operands.extend((at + 1..words.len()).map(|k| (k, ())));
+                    break;
+                }
+                if !w.starts_with('-') || w == "-" {
+                    operands.push((at, ()));
+                } else if w.len() == 2 && valued.contains(&w[1..]) {
+                    at += 1;
+                }
+                at += 1;
+            }
+            if let Some(&(i, _)) = operands.get(1) {
                 scan.flag(i, Effect::Writes, "a second operand is the file it writes");
             }
         }
@@ -493,5 +541,31 @@ mod tests {
         assert_eq!(program_name("/usr/bin/ls"), Some("ls"));
         assert_eq!(program_name("./ls"), None);
         assert_eq!(program_name("/tmp/ls"), None);
+    }
+
+    #[test]
+    fn option_values_are_not_operands_and_interpreters_read_only_for_help_and_version() {
+        let read_only = |line: &str| crate::commands::classify(line).read_only;
+        for line in [
+            "xxd -l 120 file.bin",
+            "xxd -s 0x30 -c 12 file.bin",
+            "python -VV",
+            "python3.12 --version",
+            "node --help",
+            "ping -c 3 example.com",
+            "dig example.com",
+            "nslookup example.com",
+        ] {
+            assert!(read_only(line), "{line}");
+        }
+        for line in [
+            "xxd in.bin out.hex",
+            "python -m calendar",
+            "python3.12 -c 'print(1)'",
+            "dig -f names.txt",
+            "nslookup",
+        ] {
+            assert!(!read_only(line), "{line}");
+        }
     }
 }
