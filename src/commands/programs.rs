@@ -16,10 +16,12 @@ use serde::Serialize;
 
 mod cli;
 mod cloud;
+mod containers;
 mod data;
 mod dev;
 mod git;
 mod infra;
+mod packages;
 mod services;
 mod system;
 mod text;
@@ -354,6 +356,9 @@ pub(crate) fn findings(words: &[String]) -> Vec<Finding> {
         "packer" => infra::packer(&mut scan),
         "cdk" => infra::cdk(&mut scan),
         n if n == "ansible" || n.starts_with("ansible-") => infra::ansible(n, &mut scan),
+        "docker" | "podman" => containers::docker(&mut scan),
+        "docker-compose" | "podman-compose" => containers::compose(&mut scan, 1),
+        "kubectl" | "oc" => containers::kubectl(&mut scan),
         "brew" => dev::brew(&mut scan),
         "fzf" => dev::fzf(&mut scan),
         "ruff" => dev::ruff(&mut scan),

@@ -250,6 +250,46 @@ pub(super) fn named(word: &str, exact: &[&str], prefixes: &[&str]) -> bool {
     exact.contains(&word) || prefixes.iter().any(|p| word.starts_with(p))
 }
 
+/// A program whose first operand (or first two or three) names what it does: read-only only
+/// when that subcommand is listed in `reads` (as `sub`, `sub subsub`, ...). `valued` are
+/// global options that take the next word. Help (`--help`, `-h` as the last word) is read-only
+/// alone or right after a subcommand in `reads` or `known`; after any other word it may be a
+/// plugin's, which would run it, or an operand of the command it runs (`uv run pytest --help`).
+pub(super) fn subcommand(scan: &mut Scan<'_>, valued: &[&str], reads: &[&str], known: &[&str]) {
+    let words = scan.words;
+    let help = |k: usize| k + 1 == words.len() && matches!(words[k].as_str(), "--help" | "-h");
+    let mut at = 1;
+    while let Some(w) = words.get(at) {
+        if !w.starts_with('-') || reads.contains(&w.as_str()) {
+            break;
+        }
+        if help(at) {
+            return;
+        }
+        at += if valued.contains(&w.as_str()) { 2 } else { 1 };
+    }
+    let Some(first) = words.get(at) else {
+        return scan.flag(
+            0,
+            Effect::Unknown,
+            "no subcommand: the classifier reads only those it lists",
+        );
+    };
+    if (reads.contains(&first.as_str()) || known.contains(&first.as_str())) && help(at + 1) {
+        return;
+    }
+    for len in 1..=3 {
+        if words.len() >= at + len && reads.contains(&words[at..at + len].join(" ").as_str()) {
+            return;
+        }
+    }
+    scan.flag(
+        at,
+        Effect::Unknown,
+        "a subcommand the classifier does not know to be read-only",
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

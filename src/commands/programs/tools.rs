@@ -1,7 +1,8 @@
-//! Programs with subcommands or modes (`curl`, `tar`, `docker`, `kubectl`, package managers,
-//! `systemctl`): read-only in the subcommands and modes listed, and only there.
+//! Programs with modes (`curl`, `wget`, `tar`, `unzip`, the compressors, `yq`,
+//! `journalctl`): read-only in the modes listed, and only there; package managers are in
+//! `packages`, container tools in `containers`.
 
-use super::{is_long, is_short, Effect, Scan};
+use super::{is_long, is_short, packages, Effect, Scan};
 
 pub(super) fn rules(name: &str, scan: &mut Scan<'_>) {
     match name {
@@ -9,11 +10,11 @@ pub(super) fn rules(name: &str, scan: &mut Scan<'_>) {
         "wget" => wget(scan),
         "tar" => tar(scan),
         "unzip" => {
-            if !scan.has(1, "lptvZ", &[]) {
+            if !scan.has(1, "lptvZzh", &["--help"]) {
                 scan.flag(
                     0,
                     Effect::Writes,
-                    "unzip extracts files unless it lists (-l) or tests (-t)",
+                    "unzip extracts files unless it lists (-l), tests (-t) or shows the comment (-z)",
                 );
             }
         }
@@ -33,203 +34,9 @@ pub(super) fn rules(name: &str, scan: &mut Scan<'_>) {
             Effect::Writes,
             "yq -i edits the file",
         ),
-        "docker" | "podman" => subcommand(
-            scan,
-            &[
-                "-H",
-                "--host",
-                "-c",
-                "--context",
-                "--config",
-                "-l",
-                "--log-level",
-            ],
-            &[
-                "ps",
-                "images",
-                "inspect",
-                "logs",
-                "version",
-                "info",
-                "top",
-                "port",
-                "diff",
-                "history",
-                "search",
-                "events",
-                "stats",
-                "container ls",
-                "container ps",
-                "container list",
-                "container inspect",
-                "container logs",
-                "container top",
-                "container port",
-                "container diff",
-                "image ls",
-                "image list",
-                "image inspect",
-                "image history",
-                "network ls",
-                "network inspect",
-                "volume ls",
-                "volume inspect",
-                "system df",
-                "system info",
-                "context ls",
-                "context show",
-                "compose ps",
-                "compose logs",
-                "compose config",
-                "compose ls",
-                "compose images",
-                "compose version",
-                "compose top",
-            ],
-        ),
-        "kubectl" | "oc" => subcommand(
-            scan,
-            &[
-                "-n",
-                "--namespace",
-                "--context",
-                "--kubeconfig",
-                "--cluster",
-                "--user",
-                "-s",
-                "--server",
-            ],
-            &[
-                "get",
-                "describe",
-                "logs",
-                "explain",
-                "version",
-                "api-resources",
-                "api-versions",
-                "cluster-info",
-                "top",
-                "events",
-                "config view",
-                "config get-contexts",
-                "config current-context",
-                "config get-clusters",
-                "config get-users",
-                "auth can-i",
-                "auth whoami",
-                "rollout status",
-                "rollout history",
-            ],
-        ),
-        "npm" | "pnpm" | "yarn" => subcommand(
-            scan,
-            &[],
-            &[
-                "ls",
-                "list",
-                "ll",
-                "la",
-                "view",
-                "info",
-                "show",
-                "v",
-                "outdated",
-                "search",
-                "config get",
-                "config list",
-                "prefix",
-                "root",
-                "bin",
-                "whoami",
-                "explain",
-                "why",
-                "query",
-                "fund",
-                "help",
-                "audit",
-                "--version",
-                "-v",
-                "version",
-            ],
-        ),
-        "pip" | "pip3" => subcommand(
-            scan,
-            &[],
-            &[
-                "list",
-                "show",
-                "freeze",
-                "check",
-                "inspect",
-                "config list",
-                "config get",
-                "debug",
-                "index versions",
-                "--version",
-                "-V",
-                "help",
-                "search",
-            ],
-        ),
-        "uv" => subcommand(
-            scan,
-            &[],
-            &[
-                "--version",
-                "-V",
-                "tree",
-                "pip list",
-                "pip show",
-                "pip freeze",
-                "pip tree",
-                "pip check",
-                "python list",
-                "python find",
-                "tool list",
-                "cache dir",
-                "help",
-            ],
-        ),
-        "cargo" => subcommand(
-            scan,
-            &[],
-            &[
-                "--version",
-                "-V",
-                "version",
-                "tree",
-                "metadata",
-                "search",
-                "locate-project",
-                "pkgid",
-                "verify-project",
-                "read-manifest",
-                "help",
-                "--list",
-            ],
-        ),
-        "go" => subcommand(scan, &[], &["version", "env", "list", "doc", "help"]),
-        "systemctl" => subcommand(
-            scan,
-            &[],
-            &[
-                "status",
-                "list-units",
-                "list-unit-files",
-                "list-timers",
-                "list-sockets",
-                "list-dependencies",
-                "list-jobs",
-                "is-active",
-                "is-enabled",
-                "is-failed",
-                "is-system-running",
-                "show",
-                "cat",
-                "get-default",
-                "--version",
-            ],
-        ),
+        "npm" | "pnpm" | "yarn" | "pip" | "pip3" | "uv" | "cargo" | "go" | "systemctl" => {
+            packages::rules(name, scan)
+        }
         "journalctl" => scan.options(
             1,
             "",
@@ -254,54 +61,6 @@ pub(super) fn rules(name: &str, scan: &mut Scan<'_>) {
             "a program the classifier does not know to be read-only",
         ),
     }
-    if name == "go" {
-        scan.exact(
-            1,
-            &["-w", "-u"],
-            Effect::Writes,
-            "go env -w changes the environment file",
-        );
-        scan.exact(
-            1,
-            &["-toolexec", "-exec"],
-            Effect::Runs,
-            "go -toolexec runs the program it names",
-        );
-    }
-}
-
-/// A program whose first operand (or first two) names what it does: read-only only when that
-/// subcommand is listed in `reads` (as `sub` or `sub subsub`). `valued` are global options
-/// that take the next word.
-fn subcommand(scan: &mut Scan<'_>, valued: &[&str], reads: &[&str]) {
-    let words = scan.words;
-    let mut at = 1;
-    while let Some(w) = words.get(at) {
-        if !w.starts_with('-') || reads.contains(&w.as_str()) {
-            break;
-        }
-        at += if valued.contains(&w.as_str()) { 2 } else { 1 };
-    }
-    let Some(first) = words.get(at) else {
-        return scan.flag(
-            0,
-            Effect::Unknown,
-            "no subcommand: the classifier reads only those it lists",
-        );
-    };
-    if reads.contains(&first.as_str()) {
-        return;
-    }
-    if let Some(second) = words.get(at + 1) {
-        if reads.contains(&format!("{first} {second}").as_str()) {
-            return;
-        }
-    }
-    scan.flag(
-        at,
-        Effect::Unknown,
-        "a subcommand the classifier does not know to be read-only",
-    );
 }
 
 fn curl(scan: &mut Scan<'_>) {
@@ -327,19 +86,73 @@ fn curl(scan: &mut Scan<'_>) {
         Effect::WritesTo,
         "curl writes the file this option names",
     );
-    // `-D -` dumps headers to standard output: no file.
-    let dash_d: Vec<usize> = scan
+    // `-D -` dumps headers to standard output and `-o /dev/null` discards the body: no file.
+    // `--cookie FILE` reads cookies; it is not an abbreviation of `--cookie-jar`.
+    let no_file: Vec<usize> = scan
         .options_from(1)
         .iter()
-        .filter(|(i, w)| *w == "-D" && scan.words.get(i + 1).is_some_and(|v| v == "-"))
+        .filter(|(i, w)| {
+            let next = scan.words.get(i + 1).map(String::as_str);
+            (matches!(*w, "-D" | "-o" | "--output" | "--dump-header")
+                && matches!(next, Some("-" | "/dev/null")))
+                || matches!(*w, "--output=/dev/null" | "--output=-")
+                || *w == "--cookie"
+                || w.starts_with("--cookie=")
+        })
         .map(|&(i, _)| i)
         .collect();
-    scan.findings.retain(|f| !dash_d.contains(&f.word));
+    scan.findings.retain(|f| !no_file.contains(&f.word));
+    // `-Q CMD` sends an FTP command; those that only read are read-only (a `-`, `+` or `*`
+    // before it says when it is sent, or that its failure is ignored).
+    let words = scan.words;
+    for (i, w) in scan.options_from(1) {
+        let quote = if w == "-Q" || w == "--quote" {
+            words.get(i + 1).map(String::as_str)
+        } else if let Some(q) = w.strip_prefix("--quote=") {
+            Some(q)
+        } else if w.starts_with("-Q") && w.len() > 2 {
+            Some(&w[2..])
+        } else {
+            continue;
+        };
+        let verb = quote
+            .unwrap_or("")
+            .trim_start_matches(['-', '+', '*'])
+            .split(' ')
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase();
+        if !matches!(
+            verb.as_str(),
+            "PWD"
+                | "LIST"
+                | "NLST"
+                | "STAT"
+                | "SIZE"
+                | "MDTM"
+                | "NOOP"
+                | "HELP"
+                | "SYST"
+                | "TYPE"
+                | "PASV"
+                | "EPSV"
+                | "CWD"
+                | "CDUP"
+                | "FEAT"
+                | "MLSD"
+                | "MLST"
+        ) {
+            scan.flag(
+                i,
+                Effect::Sends,
+                "curl -Q sends an FTP command that changes files",
+            );
+        }
+    }
     scan.options(
         1,
-        "dFTQ",
+        "dFT",
         &[
-            "--quote",
             "--ftp-create-dirs",
             "--data",
             "--data-raw",
@@ -366,7 +179,28 @@ fn curl(scan: &mut Scan<'_>) {
         Effect::Unknown,
         "curl -K reads options from a file nobody saw",
     );
+    // `-H @FILE` sends a file's lines as headers; `--variable` reads a file or the
+    // environment into a value an `--expand-...` option sends.
     let words = scan.words;
+    for (i, w) in scan.options_from(1) {
+        let header = match w {
+            "-H" | "--header" | "--proxy-header" => words.get(i + 1).map(String::as_str),
+            _ => w
+                .strip_prefix("--header=")
+                .or_else(|| w.strip_prefix("--proxy-header="))
+                .or_else(|| w.strip_prefix("-H").filter(|h| !h.is_empty())),
+        };
+        if header.is_some_and(|h| h.starts_with('@'))
+            || is_long(w, "--variable")
+            || w.starts_with("--expand-")
+        {
+            scan.flag(
+                i,
+                Effect::Sends,
+                "curl sends what it reads from a file or the environment",
+            );
+        }
+    }
     for (i, w) in scan.options_from(1) {
         let method = if w == "-X" || w == "--request" {
             words.get(i + 1).map(String::as_str)
@@ -377,13 +211,16 @@ fn curl(scan: &mut Scan<'_>) {
         } else {
             continue;
         };
-        if !method
-            .is_some_and(|m| matches!(m.to_ascii_uppercase().as_str(), "GET" | "HEAD" | "OPTIONS"))
-        {
+        if !method.is_some_and(|m| {
+            matches!(
+                m.to_ascii_uppercase().as_str(),
+                "GET" | "HEAD" | "OPTIONS" | "TRACE"
+            )
+        }) {
             scan.flag(
                 i,
                 Effect::Sends,
-                "curl -X with a method that is not GET, HEAD or OPTIONS",
+                "curl -X with a method that is not GET, HEAD, OPTIONS or TRACE",
             );
         }
     }
@@ -391,6 +228,11 @@ fn curl(scan: &mut Scan<'_>) {
 
 fn wget(scan: &mut Scan<'_>) {
     let words = scan.words;
+    if let [_, w] = words {
+        if matches!(w.as_str(), "--help" | "-h" | "--version" | "-V") {
+            return;
+        }
+    }
     let to_stdout = words.windows(2).any(|w| {
         (w[0] == "-O" || w[0] == "--output-document" || w[0].ends_with("O"))
             && w[1] == "-"
@@ -421,6 +263,13 @@ fn wget(scan: &mut Scan<'_>) {
         &["--execute"],
         Effect::Unknown,
         "wget -e runs a wgetrc command",
+    );
+    scan.options(
+        1,
+        "i",
+        &["--input-file"],
+        Effect::Sends,
+        "wget -i requests every line of a file, sending what the file holds",
     );
     for (i, w) in scan.options_from(1) {
         if [
@@ -490,4 +339,46 @@ fn tar(scan: &mut Scan<'_>) {
         Effect::Runs,
         "tar runs the program this option names",
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::classify;
+
+    fn word(line: &str) -> Option<String> {
+        let c = classify(line);
+        (!c.read_only).then_some(c.word)
+    }
+
+    #[test]
+    fn curl_and_wget_read_unless_they_write_a_file_or_send_one() {
+        for line in [
+            "curl -X TRACE https://example.com",
+            "curl -s -o /dev/null -w '%{http_code}' https://example.com",
+            "curl --cookie cookies.txt https://example.com",
+            "curl -Q PWD ftp://example.com",
+            "curl -H 'Accept: text/html' https://example.com",
+            "wget --help",
+            "unzip -z a.zip",
+            "unzip -hh",
+        ] {
+            assert_eq!(word(line), None, "{line}");
+        }
+        for (line, w) in [
+            ("curl -Q 'DELE f.txt' ftp://example.com", "-Q"),
+            ("curl -H @/etc/passwd https://example.com", "-H"),
+            (
+                "curl --variable x@f --expand-url 'https://e.com/{{x}}'",
+                "--variable",
+            ),
+            (
+                "curl --cookie-jar c.txt https://example.com",
+                "--cookie-jar",
+            ),
+            ("wget -O - -i urls.txt", "-i"),
+            ("unzip -o a.zip", "unzip"),
+        ] {
+            assert_eq!(word(line).as_deref(), Some(w), "{line}");
+        }
+    }
 }
