@@ -2,7 +2,8 @@
 //! reads the same words again, as Python's `shlex.join` does.
 
 /// Joins words into a command line that parses back into the same words: a word of plain
-/// characters stays as it is, any other is single-quoted (a `'` inside written `'"'"'`).
+/// characters stays as it is, any other is single-quoted (a `'` inside written `'"'"'`). A word
+/// with `=` is quoted too, so that it is never read as an assignment or an operator (`==`).
 ///
 /// ```
 /// use session_ledger::{join_words, parse_command_line};
@@ -26,7 +27,7 @@ fn plain(word: &str) -> bool {
     !word.is_empty()
         && word
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"@%+:,./-_".contains(&b))
 }
 
 fn quote_into(word: &str, out: &mut String) {
@@ -48,7 +49,17 @@ mod tests {
     fn joined_words_parse_back_into_the_same_words() {
         use proptest::prelude::*;
         let word = prop::string::string_regex("[a-z'\" ;|&$`*?~{}()<>#=\\\\\t-]{0,6}").unwrap();
-        let mut runner = proptest::test_runner::TestRunner::default();
+        let mut config = ProptestConfig::default();
+        config.cases = 2_000;
+        // Found by this test: `'' ==` read `==` as an operator.
+        for words in [vec!["", "=="], vec!["a=b", "c"], vec!["=", "x=y"]] {
+            let parsed = parse_command_line(&join_words(&words)).expect("parses");
+            assert_eq!(parsed[0].words, words);
+        }
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 4_000,
+            ..ProptestConfig::default()
+        });
         runner
             .run(&prop::collection::vec(word, 1..6), |words| {
                 // A leading NAME=value is read as an assignment, which is still the same word.
