@@ -449,8 +449,10 @@ pub enum PatternCommand {
         /// A command line the pattern must not admit; refused, writing nothing, if it does.
         #[arg(long = "not-match", value_name = "EXAMPLE")]
         must_not_match: Vec<String>,
-        /// Store a pattern that admits any command (a lone *, `sudo *`, `bash -c *`, `env *`,
-        /// `xargs *`), which is refused without this.
+        /// Store a pattern written to admit any command (a lone *, `sudo *`, `bash -c *`,
+        /// `env *`, `xargs *`), which is refused without this. Its wildcard still never stands
+        /// for a word that runs a program (the program after sudo, a script after bash -c), so
+        /// only a lone * then admits any plain command; name the commands instead.
         #[arg(long)]
         admit_any_command: bool,
         /// Who is doing this.
