@@ -10,6 +10,8 @@ use crate::model::{validate_actor, Id, Posture, PostureLevel, Scope};
 use crate::patterns::ToolCall;
 use crate::postures::{self, validate_preview_token, EpochStart, Propagation, Revocation};
 use crate::sessions;
+use crate::storage::Read;
+use chrono::{DateTime, Utc};
 
 use super::Ledger;
 
@@ -384,18 +386,27 @@ impl Ledger {
         if command.is_empty() {
             return Err(InputError::EmptyCommand.into());
         }
-        let decide = |now| {
-            self.storage
-                .read(|r| decisions::decide(r, id, command, read_only, now))
-        };
-        if let Some(decision) = decide(self.wall_clock())? {
+        self.decide_recorded(id, |r, now| {
+            decisions::decide(r, id, command, read_only, now)
+        })
+    }
+
+    /// A decision for `id` by `decide`, which answers `None` for an id the ledger has not
+    /// recorded: on the first sight of a spawned id, its allocation (rule P3) and then the
+    /// decision; an unknown id asks.
+    fn decide_recorded(
+        &self,
+        id: Id<'_>,
+        decide: impl Fn(&mut dyn Read, DateTime<Utc>) -> Result<Option<Decision>>,
+    ) -> Result<Decision> {
+        let once = || self.storage.read(|r| decide(r, self.wall_clock()));
+        if let Some(decision) = once()? {
             return Ok(decision);
         }
-        // First sight of a spawned id: its allocation (rule P3), then the decision.
         let spawned = self.storage.read(|r| sessions::spawn_anchor(r, id))?;
         if spawned.is_some() {
             self.write(|tx, now| labels::materialize(tx, id, now))?;
-            if let Some(decision) = decide(self.wall_clock())? {
+            if let Some(decision) = once()? {
                 return Ok(decision);
             }
         }
@@ -432,21 +443,7 @@ impl Ledger {
         if call.tool.is_empty() {
             return Err(InputError::EmptyCommand.into());
         }
-        let decide = |now| {
-            self.storage
-                .read(|r| decisions::decide_tool(r, id, call, now))
-        };
-        if let Some(decision) = decide(self.wall_clock())? {
-            return Ok(decision);
-        }
-        let spawned = self.storage.read(|r| sessions::spawn_anchor(r, id))?;
-        if spawned.is_some() {
-            self.write(|tx, now| labels::materialize(tx, id, now))?;
-            if let Some(decision) = decide(self.wall_clock())? {
-                return Ok(decision);
-            }
-        }
-        Ok(Decision::unknown(id))
+        self.decide_recorded(id, |r, now| decisions::decide_tool(r, id, call, now))
     }
 
     /// Why `id` holds what it holds, in one snapshot: label, posture and grant, grants, audit,
