@@ -1,4 +1,4 @@
-//! What a command does, on the command line (issue 33): `classify`, `decide --classify`, the
+//! What a command does, on the command line: `classify`, `decide --classify`, the
 //! line after `--` judged as typed, `pattern add` refusing a pattern that admits any command
 //! (and `--admit-any-command`), its warnings, and `pattern review`. The rules themselves are
 //! tested against the library in tests/wrappers.rs.

@@ -1,4 +1,4 @@
-//! What an operator sees and can stop, on the command line (issue 32): `authority`, the marks
+//! What an operator sees and can stop, on the command line: `authority`, the marks
 //! `tree` puts on sessions whose grants approve on their own, what a preview, a cascade, a
 //! local revoke and `revoke-all` say still approves after them and take with `--scopes` and
 //! `--patterns`, `explain`'s summary of what approves, and `end` naming the sub-agents it ended.

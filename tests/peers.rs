@@ -1,4 +1,4 @@
-//! The read-only classifier measured against peers' test suites (issue 33): Codex's
+//! The read-only classifier measured against peers' test suites: Codex's
 //! safe-command tests and Dippy's per-command tests, as data in tests/peers/ (its README says
 //! where each case came from, at which commit, and how it was turned into a line).
 //!

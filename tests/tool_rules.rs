@@ -1,4 +1,4 @@
-//! Grants for an agent's tools other than the shell (issue 33, item 4): `Read(GLOB)`,
+//! Grants for an agent's tools other than the shell: `Read(GLOB)`,
 //! `Edit(GLOB)`, `WebFetch(domain:HOST)` and `mcp__SERVER__TOOL`, with the properties of command
 //! patterns: judged for one session and never inherited, listed, removed, audited, revoked with
 //! a stop that takes patterns, and tried without a ledger. Paths are resolved (`..`, symbolic

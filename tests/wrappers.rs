@@ -1,4 +1,4 @@
-//! What a command does (issue 33), against the library on both engines: a wildcard never
+//! What a command does, against the library on both engines: a wildcard never
 //! stands for a word that runs a program or writes a file, wrappers are read through, a pattern
 //! that admits any command is refused unless the operator says so, the ledger classifies
 //! read-only commands for `trust_reads`, and stored patterns whose meaning narrowed are listed.
