@@ -115,6 +115,17 @@ fn path(value: &Bound<'_, PyAny>, name: &str) -> PyResult<PathBuf> {
     })
 }
 
+/// An optional path (`str` or `os.PathLike`).
+fn optional_path(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<PathBuf>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    value
+        .extract()
+        .map(Some)
+        .map_err(|_| wrong_type(name, "None, a str or os.PathLike", value))
+}
+
 /// One function per argument name, each reading it with the reader named.
 macro_rules! arguments {
     ($($name:ident: $reader:ident -> $ty:ty;)*) => {
@@ -169,6 +180,10 @@ arguments! {
     since: optional_time -> Option<DateTime<Utc>>;
     until: optional_time -> Option<DateTime<Utc>>;
     path_or_url: path -> PathBuf;
+    tool: text -> String;
+    url: optional_text -> Option<String>;
+    file: optional_path -> Option<PathBuf>;
+    root: optional_path -> Option<PathBuf>;
 }
 
 /// A `limit` that must be a whole number (`tree_level`'s, `checkpoints`', `export`'s; the

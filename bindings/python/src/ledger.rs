@@ -737,6 +737,31 @@ impl PyLedger {
             .map(Decision::from)
     }
 
+    /// May `id` make a tool call other than a shell command now (`Read`, `Edit`, `WebFetch`,
+    /// an MCP tool)? By its posture, its tool rules (`Read(src/**)`, `WebFetch(domain:HOST)`,
+    /// `mcp__SERVER__TOOL`) and its live scopes; `path` is resolved against `root`.
+    #[pyo3(signature = (id, tool, *, path=None, url=None, root=None))]
+    fn decide_tool(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+        #[pyo3(from_py_with = arguments::tool)] tool: String,
+        #[pyo3(from_py_with = arguments::file)] path: Option<PathBuf>,
+        #[pyo3(from_py_with = arguments::url)] url: Option<String>,
+        #[pyo3(from_py_with = arguments::root)] root: Option<PathBuf>,
+    ) -> PyResult<Decision> {
+        self.call(py, |l| {
+            let call = sl::ToolCall {
+                tool: &tool,
+                path: path.as_deref(),
+                url: url.as_deref(),
+                root: root.as_deref(),
+            };
+            l.decide_tool(&id, &call)
+        })
+        .map(Decision::from)
+    }
+
     /// Why `id` holds what it holds, in one snapshot.
     fn explain(
         &self,

@@ -520,6 +520,7 @@ impl From<sl::Decision> for Decision {
             }
             sl::Reason::Pattern { pattern, .. } => ("pattern", Vec::new(), Some(pattern), None),
             sl::Reason::Scope { scope, .. } => ("scope", Vec::new(), None, Some(scope)),
+            sl::Reason::ToolRule { rule, .. } => ("tool_rule", Vec::new(), Some(rule), None),
             sl::Reason::UnknownSession => ("unknown_session", Vec::new(), None, None),
             sl::Reason::SessionEnded => ("session_ended", Vec::new(), None, None),
             sl::Reason::Nothing {
@@ -539,7 +540,7 @@ impl From<sl::Decision> for Decision {
             ),
         };
         let admitted_by = match reason {
-            "trust" | "trust_reads" | "pattern" | "scope" if approved => Some(reason),
+            "trust" | "trust_reads" | "pattern" | "tool_rule" | "scope" if approved => Some(reason),
             _ => None,
         };
         Decision {

@@ -1,10 +1,13 @@
-"""What a command does (issue 33), through Python: the module's `classify`, `decide` asking the
+"""What a command does, through Python: the module's `classify`, `decide` asking the
 ledger to classify (`classify=True`), a wildcard kept from a word that runs a program, wrappers
 read through, a pattern that admits any command refused unless the operator says so, its
 warnings, and `review_patterns`. The rules are the library's (tests/wrappers.rs); these show
 that the binding hands them over whole."""
 
 from __future__ import annotations
+
+import os
+import pathlib
 
 import pytest
 
@@ -177,3 +180,23 @@ def test_review_patterns_lists_git_star_whose_wildcard_narrowed(ledger: Ledger) 
     assert review.reason.startswith("its wildcard no longer stands for -c ")
     ledger.end("worker", actor=ACTOR)
     assert ledger.review_patterns() == [], "only live sessions' patterns approve"
+
+
+def test_decide_tool_approves_a_read_inside_the_rule_and_asks_outside_the_root(
+    ledger: Ledger, tmp_path: "os.PathLike[str]"
+) -> None:
+    root = pathlib.Path(tmp_path) / "tree"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "lib.rs").write_text("")
+    ledger.create_root("tooled", actor=ACTOR)
+    ledger.add_pattern("tooled", "Read(src/**)", actor=ACTOR)
+    inside = ledger.decide_tool("tooled", "Read", path="src/lib.rs", root=root)
+    assert inside.approved
+    assert inside.reason == "tool_rule"
+    assert inside.admitted_by == "tool_rule"
+    assert inside.pattern == "Read(src/**)"
+    outside = ledger.decide_tool("tooled", "Read", path="../escape", root=root)
+    assert not outside.approved
+    assert outside.reason == "nothing"
+    fetch = ledger.decide_tool("tooled", "WebFetch", url="https://docs.rs/serde")
+    assert not fetch.approved

@@ -72,7 +72,7 @@ from ._session_ledger import Classification, ClassifiedPart, PatternAdded, Patte
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
 Propagation = Literal["local", "cascade", "preview"]
-AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
+AdmittedBy = Literal["trust", "trust_reads", "pattern", "tool_rule", "scope"]
 Origin = Literal["root", "created", "spawned"]
 GrantKind = Literal["scope", "pattern"]
 WithheldKind = Literal["session_ended", "lapsed_posture", "refused_pattern"]
@@ -91,6 +91,7 @@ Reason = Literal[
     "trust",
     "trust_reads",
     "pattern",
+    "tool_rule",
     "scope",
     "unknown_session",
     "session_ended",

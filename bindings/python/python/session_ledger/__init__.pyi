@@ -122,7 +122,7 @@ def verify_receipt(
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
 Propagation = Literal["local", "cascade", "preview"]
-AdmittedBy = Literal["trust", "trust_reads", "pattern", "scope"]
+AdmittedBy = Literal["trust", "trust_reads", "pattern", "tool_rule", "scope"]
 Origin = Literal["root", "created", "spawned"]
 GrantKind = Literal["scope", "pattern"]
 WithheldKind = Literal["session_ended", "lapsed_posture", "refused_pattern"]
@@ -149,6 +149,7 @@ Reason = Literal[
     "trust",
     "trust_reads",
     "pattern",
+    "tool_rule",
     "scope",
     "unknown_session",
     "session_ended",
@@ -697,7 +698,7 @@ class Decision:
     @property
     def admitted_by(self) -> Optional[AdmittedBy]:
         """What admitted the command: ``"trust"``, ``"trust_reads"``, ``"pattern"``,
-        ``"scope"``; ``None`` when the answer is ask."""
+        ``"tool_rule"`` (``decide_tool``), ``"scope"``; ``None`` when the answer is ask."""
     @property
     def chain(self) -> list[str]:
         """For a posture, the sessions from the one the operator granted it on down to this
@@ -708,7 +709,8 @@ class Decision:
         ``"session_ended"`` or ``"nothing"``."""
     @property
     def pattern(self) -> Optional[str]:
-        """The command pattern that admitted it (the first part's, for a line of several)."""
+        """The command pattern that admitted it (the first part's, for a line of several), or
+        the tool rule that admitted a ``decide_tool`` call."""
     @property
     def scope(self) -> Optional[str]:
         """The override scope that admitted it."""
@@ -1168,6 +1170,23 @@ class Ledger:
         ``"unknown_scope"``) when it has no live scope of that name."""
     def scopes(self, id: str) -> list[Scope]:
         """The override scopes on a session, live or not, oldest first."""
+    def decide_tool(
+        self,
+        id: str,
+        tool: str,
+        *,
+        path: Optional[Union[str, "os.PathLike[str]"]] = None,
+        url: Optional[str] = None,
+        root: Optional[Union[str, "os.PathLike[str]"]] = None,
+    ) -> Decision:
+        """May ``id`` make a tool call other than a shell command now (``"Read"``, ``"Edit"``,
+        ``"WebFetch"``, ``"mcp__SERVER__TOOL"``)? ``trust`` approves; ``trust_reads`` approves a
+        tool that only reads; a tool rule of the session (``Read(src/**)``, ``Edit(docs/*.md)``,
+        ``WebFetch(domain:HOST)``, ``mcp__SERVER__TOOL``, added with ``add_pattern``) that admits
+        the call approves; a live scope approves; otherwise ask. ``path`` is resolved (``..``,
+        symbolic links) against ``root`` and never matches outside it.
+
+        Raises ``InvalidInput`` for a malformed id or an empty tool name."""
     def decide(
         self, id: str, command: str, *, read_only: bool = False, classify: bool = False
     ) -> Decision:
