@@ -528,6 +528,13 @@ pub(crate) fn findings(words: &[String]) -> Vec<Finding> {
     scan.findings
 }
 
+/// For the rules' tests: the word that makes `line` not read-only, or `None` when it is.
+#[cfg(test)]
+fn deciding_word(line: &str) -> Option<String> {
+    let c = super::classify(line);
+    (!c.read_only).then_some(c.word)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

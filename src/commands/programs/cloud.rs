@@ -309,12 +309,8 @@ pub(super) fn gcloud(scan: &mut Scan<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn aws_reads_list_describe_and_get_operations_past_its_global_options() {

@@ -279,12 +279,8 @@ pub(super) fn kubectl(scan: &mut Scan<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn docker_and_compose_read_in_their_listing_subcommands_and_help() {

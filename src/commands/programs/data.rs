@@ -215,12 +215,8 @@ pub(super) fn seven_zip(scan: &mut Scan<'_>) {
 #[cfg(test)]
 mod tests {
     use super::sql_beyond_readonly;
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn sql_that_writes_a_file_or_loads_code_is_found_even_read_only() {

@@ -393,12 +393,8 @@ pub(super) fn ruff(scan: &mut Scan<'_>) {
 #[cfg(test)]
 mod tests {
     use super::fzf_bind_reads;
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn brew_reads_its_listings_and_refuses_what_installs_updates_or_opens_a_browser() {

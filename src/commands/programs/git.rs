@@ -329,12 +329,8 @@ fn config(scan: &mut Scan<'_>, at: usize) {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn git_reads_in_subcommands_that_check_verify_or_print_and_writes_elsewhere() {

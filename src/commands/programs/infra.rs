@@ -372,12 +372,8 @@ pub(super) fn ansible(name: &str, scan: &mut Scan<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn helm_reads_releases_and_charts_and_changes_them_only_without_dry_run() {

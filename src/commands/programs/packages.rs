@@ -258,12 +258,8 @@ fn cargo_reads(scan: &Scan<'_>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn package_managers_read_their_listings_and_help_only_for_a_command_they_know() {

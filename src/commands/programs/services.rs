@@ -291,12 +291,8 @@ pub(super) fn auth0(scan: &mut Scan<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn gh_reads_its_listing_and_viewing_verbs_and_a_get_of_its_api() {

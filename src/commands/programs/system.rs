@@ -353,12 +353,8 @@ pub(super) fn command(scan: &mut Scan<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn ip_shows_its_objects_and_refuses_every_command_that_changes_them() {

@@ -343,12 +343,8 @@ fn tar(scan: &mut Scan<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::commands::classify;
 
-    fn word(line: &str) -> Option<String> {
-        let c = classify(line);
-        (!c.read_only).then_some(c.word)
-    }
+    use super::super::deciding_word as word;
 
     #[test]
     fn curl_and_wget_read_unless_they_write_a_file_or_send_one() {
