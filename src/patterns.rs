@@ -133,6 +133,11 @@ impl Pattern {
         self.admits_guarded(&words, &guarded)
     }
 
+    /// True when any word of the pattern holds a wildcard.
+    fn has_wildcard(&self) -> bool {
+        self.words.iter().any(|w| w.contains(&Piece::Star))
+    }
+
     /// [`Pattern::admits`], with the guarded words already found.
     fn admits_guarded(&self, words: &[String], guarded: &[usize]) -> bool {
         let fixed = if self.open_ended {
@@ -240,11 +245,22 @@ fn admit_at(
     depth: usize,
     inner: bool,
 ) -> Result<Vec<Admission>, NotAdmitted> {
-    let guarded: Vec<usize> = guarded_words(words).into_iter().map(|(i, _)| i).collect();
-    if let Some(found) = patterns
-        .iter()
-        .position(|p| p.admits_guarded(words, &guarded))
-    {
+    // The guarded words are found only once a pattern with a wildcard would admit the words
+    // without them: most patterns fail on a literal word first, and a pattern without a
+    // wildcard names every word it admits.
+    let mut guarded: Option<Vec<usize>> = None;
+    let found = patterns.iter().position(|p| {
+        if !p.admits_guarded(words, &[]) {
+            return false;
+        }
+        if !p.has_wildcard() {
+            return true;
+        }
+        let guarded = guarded
+            .get_or_insert_with(|| guarded_words(words).into_iter().map(|(i, _)| i).collect());
+        p.admits_guarded(words, guarded)
+    });
+    if let Some(found) = found {
         return Ok(vec![Admission {
             pattern: found,
             inner: inner.then(|| join_words(words)),
