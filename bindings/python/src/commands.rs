@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use serde::Serialize;
 use session_ledger as sl;
 
-use crate::values::{field_repr, repr_fields};
+use crate::repr::{field_repr, repr_fields};
 
 /// The snake_case name a value of the library serializes as (`"writes_to"`,
 /// `"command_substitution"`); its `Debug` text for a value that does not serialize as a word.

@@ -5,7 +5,8 @@ use chrono::{DateTime, Utc};
 use pyo3::prelude::*;
 use session_ledger as sl;
 
-use crate::values::{field_repr, repr_fields, Posture};
+use crate::repr::{field_repr, repr_fields};
+use crate::values::Posture;
 
 /// A session in a page of one level: its lineage, its label (stored, or what its first read
 /// would give it: `materialized` says which), its posture, how many live scopes and command

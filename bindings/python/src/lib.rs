@@ -16,6 +16,7 @@ mod commands;
 mod errors;
 mod ledger;
 mod levels;
+mod repr;
 mod values;
 
 /// Times `iterations` calls of the library's `decide`, round-robin over `ids`, in Rust with

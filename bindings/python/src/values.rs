@@ -12,30 +12,7 @@ use pyo3::types::{PyDict, PyList, PyString};
 use session_ledger as sl;
 
 use crate::commands::Classification;
-
-/// `Name(field=repr(value), ...)` for the fields of `obj`, in order.
-pub(crate) fn repr_fields(obj: &Bound<'_, PyAny>, name: &str, fields: &[&str]) -> PyResult<String> {
-    let mut parts = Vec::with_capacity(fields.len());
-    for field in fields {
-        let value = obj.getattr(*field)?;
-        parts.push(format!("{field}={}", value.repr()?));
-    }
-    Ok(format!("{name}({})", parts.join(", ")))
-}
-
-/// `__repr__` listing `fields`: every field, in the order the struct declares them (the
-/// Python suite checks that none is left out).
-macro_rules! field_repr {
-    ($ty:ident, [$($field:literal),* $(,)?]) => {
-        #[pymethods]
-        impl $ty {
-            fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-                repr_fields(slf.as_any(), stringify!($ty), &[$($field),*])
-            }
-        }
-    };
-}
-pub(crate) use field_repr;
+use crate::repr::{field_repr, repr_fields};
 
 /// A session just recorded by `create_root` or `create_child`, and what it was born with.
 #[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
