@@ -1,8 +1,8 @@
 //! The commands, a module per group. Each owns its run functions: it takes a command's
 //! arguments, opens the ledger the way it needs through the shared context
 //! ([`crate::context`]), calls the library and returns what to print ([`crate::render::Report`]).
-//! The dispatcher ([`crate::dispatch`]) calls them; none calls the dispatcher or another group,
-//! and what two groups share lives in the context (tests/structure.rs holds them to this).
+//! The dispatcher above them calls them; none calls the dispatcher or another group, and what
+//! two groups share lives in the context (tests/structure.rs holds them to this).
 
 /// The ledger's trail: `audit` (its listing, `head`, `prove`, `export`), `verify`, `check`.
 pub mod audit;

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand, ToolCallArgs};
+use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand};
 use crate::commands::{audit, authority, checkpoints, completions, copy, demo, sessions};
 use crate::context::Context;
 use crate::error::CliError;
@@ -187,22 +187,11 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         LedgerCommand::Scope(command) => authority::scope(ctx, command),
         LedgerCommand::Decide {
             id,
-            tool: call @ ToolCallArgs { tool: Some(_), .. },
-            ..
-        } => authority::decide_tool(ctx, id, call),
-        LedgerCommand::Decide {
-            id,
             read_only,
             classify,
+            tool,
             command,
-            ..
-        } => {
-            let read_only = match (*read_only, *classify) {
-                (_, true) => session_ledger::ReadOnly::Classify,
-                (read_only, false) => read_only.into(),
-            };
-            authority::decide(ctx, id, read_only, command)
-        }
+        } => authority::decide(ctx, id, *read_only, *classify, tool, command),
         LedgerCommand::Classify { command } => authority::classify(command),
         LedgerCommand::Epoch(command) => authority::epoch(ctx, command),
         LedgerCommand::Checkpoint(CheckpointCommand::Keygen { key, name }) => {

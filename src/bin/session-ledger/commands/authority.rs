@@ -187,25 +187,31 @@ pub fn scope(ctx: &Context<'_>, command: &ScopeCommand) -> Result<Report, CliErr
     }
 }
 
-/// `decide`: whether `id` may run `command` now.
+/// `decide`: whether `id` may run `command` now, the caller saying it only reads
+/// (`--read-only`) or the ledger classifying it (`--classify`); or, with `--tool`, whether it
+/// may make that tool call.
 pub fn decide(
     ctx: &Context<'_>,
     id: &str,
-    read_only: ReadOnly,
+    read_only: bool,
+    classify: bool,
+    tool: &ToolCallArgs,
     command: &[String],
 ) -> Result<Report, CliError> {
     let ledger = open_existing(ctx.db)?;
+    if tool.tool.is_some() {
+        return Ok(Report::Decided(ledger.decide_tool(id, &tool_call(tool)?)?));
+    }
+    let read_only = if classify {
+        ReadOnly::Classify
+    } else {
+        ReadOnly::from(read_only)
+    };
     Ok(Report::Decided(ledger.decide(
         id,
         &command_line(command),
         read_only,
     )?))
-}
-
-/// `decide --tool`: whether `id` may make a tool call other than a shell command.
-pub fn decide_tool(ctx: &Context<'_>, id: &str, call: &ToolCallArgs) -> Result<Report, CliError> {
-    let ledger = open_existing(ctx.db)?;
-    Ok(Report::Decided(ledger.decide_tool(id, &tool_call(call)?)?))
 }
 
 /// The library's view of `--tool NAME [--path P] [--url U] [--root DIR]`.
