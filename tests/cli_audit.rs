@@ -1,4 +1,4 @@
-//! What the command line adds to the library's audit half (issue 4): the text and `--json`
+//! What the command line adds to the library's audit half: the text and `--json`
 //! output and exit codes of `verify` and `audit head`, `audit` and its flags (which must narrow
 //! the listing exactly as the library's query does), the times it reads, its paging hints on
 //! stderr, `explain`, that the read commands write nothing, a closed stdout, and one flow end to

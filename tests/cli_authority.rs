@@ -1,4 +1,4 @@
-//! What the command line adds to the library's authority half (issue 3): the text and `--json`
+//! What the command line adds to the library's authority half: the text and `--json`
 //! output of `trust`, `revoke` and its three propagations, `revoke-all`, `pattern`, `scope`,
 //! `decide` and `epoch`, `decide`'s exit code, that no command but `epoch start` starts an
 //! epoch, and two flows end to end: a trusted conductor's worker born trusted until a previewed

@@ -1,4 +1,4 @@
-//! Crash recovery (issue 6): every commit the ledger reported survives a SIGKILL at any instant,
+//! Crash recovery: every commit the ledger reported survives a SIGKILL at any instant,
 //! and the file reopens intact.
 //!
 //! The test re-runs its own binary as a child process. With `SESSION_LEDGER_CRASH_CHILD=<path>`

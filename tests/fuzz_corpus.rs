@@ -1,4 +1,4 @@
-//! Replays the fuzz corpora as ordinary tests (issue 6).
+//! Replays the fuzz corpora as ordinary tests.
 //!
 //! Every file in `fuzz/corpus/<target>/` goes through the same property checks as the cargo-fuzz
 //! target of that name (`fuzz/src/lib.rs`, included here as a module), so the inputs the fuzzer

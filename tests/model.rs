@@ -1,4 +1,4 @@
-//! A model-based test (issue 6): random sequences of operations run against a real ledger and
+//! A model-based test: random sequences of operations run against a real ledger and
 //! against a plain in-memory model of the rules in docs/design.md (L1-L5, P1-P5, R1, R2, R4, S1,
 //! S2 and, as a count of rows, A1), compared after every step; a divergence fails with the sequence
 //! proptest has shrunk, printed as the concrete operations run.

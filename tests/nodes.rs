@@ -1,5 +1,5 @@
 //! Several processes on one ledger, each with its own `Ledger` and pool, as the nodes of a
-//! deployment are (issue 16): the stress workload in several writer processes, the two-node check
+//! deployment are: the stress workload in several writer processes, the two-node check
 //! (a revoke through one node is seen by the other's next decision; children created through two
 //! nodes are all bound by a cascade issued while they are created), and, on PostgreSQL, a write
 //! the server aborts to break a deadlock, run again without its caller seeing it.

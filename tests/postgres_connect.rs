@@ -1,4 +1,4 @@
-//! Reaching a PostgreSQL ledger (issue 16, item 2): over TCP and over the server's Unix socket,
+//! Reaching a PostgreSQL ledger: over TCP and over the server's Unix socket,
 //! one ledger either way; and the password in a URL appears nowhere: not in the library's errors
 //! (`Display`, `Debug`, their sources), not in a handle's `Debug`, not in the command line's
 //! errors (text or `--json`, from `--db` or `SESSION_LEDGER_DB`), not in its output that names

@@ -1,6 +1,6 @@
 """Everything that approves for a session, and stops that leave nothing approving: opening only
 what exists, `authority`, what a revocation leaves standing or takes, tokens that are never "no
-check", and `end` naming the sub-agents it ended (issue 32)."""
+check", and `end` naming the sub-agents it ended."""
 
 from __future__ import annotations
 
