@@ -5,10 +5,10 @@
 #[macro_use]
 mod common;
 
-use common::{Engine, TestResult};
+use common::{verdict_word, Engine, TestResult, WorkingTree};
 use std::path::Path;
 
-use session_ledger::{classify, NewPattern, Reason, ToolCall, Verdict};
+use session_ledger::{classify, NewPattern, Reason, ToolCall};
 
 fn doc() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/patterns.md"))
@@ -63,10 +63,7 @@ fn the_wildcard_table_decides_as_it_says(engine: Engine) -> TestResult {
         f.ledger
             .add_pattern_checked(&id, pattern, "op", &NewPattern::new())?;
         let d = f.ledger.decide(&id, line, false)?;
-        let verdict = match d.verdict {
-            Verdict::Approve => "approve",
-            Verdict::Ask => "ask",
-        };
+        let verdict = verdict_word(d.verdict);
         assert_eq!(verdict, decision, "{pattern} / {line}: {d:?}");
         if let Some(word) = spans(word).first() {
             let Reason::Nothing { kept: Some(k), .. } = &d.reason else {
@@ -92,10 +89,7 @@ fn the_wrapper_table_decides_as_it_says(engine: Engine) -> TestResult {
         };
         let line = &spans(line)[0];
         let d = f.ledger.decide("s", line, false)?;
-        let verdict = match d.verdict {
-            Verdict::Approve => "approve",
-            Verdict::Ask => "ask",
-        };
+        let verdict = verdict_word(d.verdict);
         assert_eq!(verdict, decision, "{line}: {d:?}");
     }
     Ok(())
@@ -103,14 +97,8 @@ fn the_wrapper_table_decides_as_it_says(engine: Engine) -> TestResult {
 
 fn the_tool_rule_examples_decide_as_they_say(engine: Engine) -> TestResult {
     let f = fixture!(engine);
-    let root = tempfile::tempdir()?;
-    let outside = tempfile::tempdir()?;
-    std::fs::create_dir_all(root.path().join("src"))?;
-    std::fs::create_dir_all(root.path().join("docs"))?;
-    std::fs::write(root.path().join("src/lib.rs"), "")?;
-    std::fs::write(root.path().join("docs/a.md"), "")?;
-    std::fs::write(outside.path().join("secret"), "")?;
-    std::os::unix::fs::symlink(outside.path(), root.path().join("src/escape"))?;
+    let tree = WorkingTree::new()?;
+    let root = &tree.root;
     f.ledger.create_root("s", "op")?;
     for rule in [
         "Read(src/**)",
@@ -147,10 +135,7 @@ fn the_tool_rule_examples_decide_as_they_say(engine: Engine) -> TestResult {
             root: Some(root.path()),
         };
         let d = f.ledger.decide_tool("s", &call)?;
-        let verdict = match d.verdict {
-            Verdict::Approve => "approve",
-            Verdict::Ask => "ask",
-        };
+        let verdict = verdict_word(d.verdict);
         assert_eq!(verdict, decision, "{tool} {target:?}: {d:?}");
     }
     Ok(())

@@ -9,25 +9,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{Engine, TestResult};
+use common::{Engine, TestResult, WorkingTree};
 use session_ledger::{
     AlsoRevoke, AuditKind, AuditQuery, Error, InputError, Propagation, ToolCall, ToolRule, Verdict,
 };
-
-/// A working tree: `src/lib.rs`, `docs/a.md`, and `src/escape`, a link to a folder outside it.
-type Dirs = (tempfile::TempDir, tempfile::TempDir);
-
-fn tree() -> Result<Dirs, Box<dyn std::error::Error>> {
-    let root = tempfile::tempdir()?;
-    let outside = tempfile::tempdir()?;
-    std::fs::create_dir_all(root.path().join("src"))?;
-    std::fs::create_dir_all(root.path().join("docs"))?;
-    std::fs::write(root.path().join("src/lib.rs"), "")?;
-    std::fs::write(root.path().join("docs/a.md"), "")?;
-    std::fs::write(outside.path().join("secret"), "")?;
-    std::os::unix::fs::symlink(outside.path(), root.path().join("src/escape"))?;
-    Ok((root, outside))
-}
 
 fn call<'a>(tool: &'a str, path: &'a str, root: &'a Path) -> ToolCall<'a> {
     ToolCall {
@@ -40,8 +25,8 @@ fn call<'a>(tool: &'a str, path: &'a str, root: &'a Path) -> ToolCall<'a> {
 
 fn path_rules_admit_only_inside_the_root_after_resolving_the_path(engine: Engine) -> TestResult {
     let f = fixture!(engine);
-    let (root, outside) = tree()?;
-    let root = root.path();
+    let tree = WorkingTree::new()?;
+    let (root, outside) = (tree.root.path(), &tree.outside);
     f.ledger.create_root("w", "alice")?;
     f.ledger.add_pattern("w", "Read(src/**)", "alice")?;
     f.ledger.add_pattern("w", "Edit(docs/*.md)", "alice")?;

@@ -516,3 +516,34 @@ pub fn posture_source(posture: Option<&Posture>) -> &'static str {
         None => "-",
     }
 }
+
+/// A working tree for tool rules: `src/lib.rs`, `docs/a.md`, and `src/escape`, a symbolic link
+/// to a folder outside it that holds `secret`. Both folders go when the value is dropped.
+pub struct WorkingTree {
+    /// The tree, the root a call names.
+    pub root: TempDir,
+    /// The folder outside it that `src/escape` leads to.
+    pub outside: TempDir,
+}
+
+impl WorkingTree {
+    pub fn new() -> Result<WorkingTree, Box<dyn std::error::Error>> {
+        let root = tempfile::tempdir()?;
+        let outside = tempfile::tempdir()?;
+        std::fs::create_dir_all(root.path().join("src"))?;
+        std::fs::create_dir_all(root.path().join("docs"))?;
+        std::fs::write(root.path().join("src/lib.rs"), "")?;
+        std::fs::write(root.path().join("docs/a.md"), "")?;
+        std::fs::write(outside.path().join("secret"), "")?;
+        std::os::unix::fs::symlink(outside.path(), root.path().join("src/escape"))?;
+        Ok(WorkingTree { root, outside })
+    }
+}
+
+/// A verdict as the docs' tables write it: `approve` or `ask`.
+pub fn verdict_word(verdict: session_ledger::Verdict) -> &'static str {
+    match verdict {
+        session_ledger::Verdict::Approve => "approve",
+        session_ledger::Verdict::Ask => "ask",
+    }
+}
