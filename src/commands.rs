@@ -276,8 +276,8 @@ mod programs;
 mod quote;
 mod wrappers;
 
-pub(crate) use classify::guarded_words;
 pub use classify::{classify, Classification, ClassifiedPart};
+pub(crate) use classify::{classify_parsed, guarded_words};
 use fast_path::plain_fast_path;
 use grammar::parse_grammar;
 pub use programs::Effect;

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::audit::{self, AuditQuery};
 use crate::authority::{self, Authority};
-use crate::commands::{classify, parse_command_line, Classification, Refusal};
+use crate::commands::{classify_parsed, parse_command_line, Classification, Refusal};
 use crate::error::Result;
 use crate::grants::CommandPattern;
 use crate::labels::{self, SessionState};
@@ -219,6 +219,9 @@ pub(crate) fn decide(
         return Ok(Some(decision(Verdict::Ask, Reason::SessionEnded)));
     }
     let mut classification = None;
+    // The line, parsed once for the classifier and the patterns, and only if either needs it.
+    let mut parsed = None;
+    let parse = || parse_command_line(command);
     let posture = match facts.posture {
         Some(p) if p.current && p.level == PostureLevel::Trust => {
             return Ok(Some(decision(
@@ -231,7 +234,7 @@ pub(crate) fn decide(
                 ReadOnly::Yes => true,
                 ReadOnly::No => false,
                 ReadOnly::Classify => {
-                    let verdict = classify(command);
+                    let verdict = classify_parsed(command, parsed.get_or_insert_with(parse));
                     let reads = verdict.read_only;
                     classification = Some(verdict);
                     reads
@@ -260,14 +263,14 @@ pub(crate) fn decide(
             .filter_map(|row| cached_pattern(&row.pattern).map(|p| (p, row.added_by)))
             .collect();
         let patterns: Vec<_> = rows.iter().map(|(p, _)| p.as_ref()).collect();
-        match parse_command_line(command) {
-            Err(refusal) => refused = Some(refusal),
+        match parsed.get_or_insert_with(parse) {
+            Err(refusal) => refused = Some(refusal.clone()),
             Ok(commands) => {
                 let mut parts = Vec::with_capacity(commands.len());
-                for simple in commands {
+                for simple in commands.iter() {
                     let part = Part {
                         text: command[simple.range.clone()].to_owned(),
-                        range: simple.range,
+                        range: simple.range.clone(),
                     };
                     match admit(&patterns, &simple.words) {
                         Ok(admissions) => {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::programs::{self, Effect};
 use super::wrappers::{is_assignment, read_wrapper, Inner};
-use super::{parse_command_line, Refusal};
+use super::{parse_command_line, Refusal, SimpleCommand};
 
 /// How deeply wrappers may nest (`sudo timeout 5 bash -c '...'`) before a command is not read.
 const MAX_WRAPPERS: usize = 8;
@@ -70,15 +70,24 @@ pub struct ClassifiedPart {
 /// assert!(!classify("frobnicate").read_only); // unknown programs are not read-only
 /// ```
 pub fn classify(line: &str) -> Classification {
-    let (parts, refused) = match parse_command_line(line) {
+    classify_parsed(line, &parse_command_line(line))
+}
+
+/// [`classify`] of a line already parsed (`decide` parses once for the classifier and the
+/// patterns both).
+pub(crate) fn classify_parsed(
+    line: &str,
+    parsed: &Result<Vec<SimpleCommand>, Refusal>,
+) -> Classification {
+    let (parts, refused) = match parsed {
         Ok(commands) => (
             commands
-                .into_iter()
+                .iter()
                 .map(|simple| {
                     let judged = judge(&simple.words, 0);
                     ClassifiedPart {
                         text: line[simple.range.clone()].to_owned(),
-                        range: simple.range,
+                        range: simple.range.clone(),
                         read_only: judged.effect.is_none(),
                         word: judged.word,
                         effect: judged.effect,
@@ -89,7 +98,7 @@ pub fn classify(line: &str) -> Classification {
                 .collect::<Vec<_>>(),
             None,
         ),
-        Err(refusal) => (Vec::new(), Some(refusal)),
+        Err(refusal) => (Vec::new(), Some(refusal.clone())),
     };
     let (word, effect, reason) = match (&refused, parts.iter().find(|p| !p.read_only)) {
         (Some(r), _) => (
