@@ -197,12 +197,8 @@ pub(super) fn az(scan: &mut Scan<'_>) {
         }
         return;
     }
-    if let Some(&(i, _)) = words.iter().find(|(_, w)| *w == "get-credentials") {
-        return scan.flag(
-            i,
-            Effect::Writes,
-            "writes the cluster's credentials to the kubeconfig",
-        );
+    if flags_get_credentials(scan, &words) {
+        return;
     }
     let Some(k) = cli::verb(
         scan,
@@ -280,12 +276,8 @@ pub(super) fn gcloud(scan: &mut Scan<'_>) {
     {
         words.remove(0);
     }
-    if let Some(&(i, _)) = words.iter().find(|(_, w)| *w == "get-credentials") {
-        return scan.flag(
-            i,
-            Effect::Writes,
-            "writes the cluster's credentials to the kubeconfig",
-        );
+    if flags_get_credentials(scan, &words) {
+        return;
     }
     // `gcloud run` is a group (`gcloud run services list`), and `run deploy` acts.
     let Some(k) = cli::verb(
@@ -305,6 +297,20 @@ pub(super) fn gcloud(scan: &mut Scan<'_>) {
     {
         scan.flag(i, Effect::Unknown, SECRET);
     }
+}
+
+/// `az aks get-credentials` and `gcloud container clusters get-credentials` write the cluster's
+/// credentials into the kubeconfig: flags the word and says so.
+fn flags_get_credentials(scan: &mut Scan<'_>, words: &[(usize, &str)]) -> bool {
+    let Some(&(i, _)) = words.iter().find(|(_, w)| *w == "get-credentials") else {
+        return false;
+    };
+    scan.flag(
+        i,
+        Effect::Writes,
+        "writes the cluster's credentials to the kubeconfig",
+    );
+    true
 }
 
 #[cfg(test)]
