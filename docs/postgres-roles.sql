@@ -39,7 +39,8 @@ $$;
 GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_scopes,
                 audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
                 refinery_schema_history, session_tree, live_sessions, trusted_now, session_state,
-                revocations, refused_creations, live_authority
+                revocations, refused_creations, live_authority, decisions, decision_queue,
+                decision_log, decision_records
    TO session_ledger_app;
 
 -- What the library writes, table by table.
@@ -64,6 +65,10 @@ GRANT UPDATE (granted_by, granted_at, expires_at, revoked_at, revoked_by) ON ove
 GRANT INSERT ON audit TO session_ledger_app;
 -- The audit tree and the checkpoints signed over it are appended to, never changed (C36, C37).
 GRANT INSERT ON audit_tree, checkpoints TO session_ledger_app;
+-- Decision records are appended (their trigger queues them), and integrated: a position in the
+-- log, and the queue's row taken out (C38 to C40).
+GRANT INSERT ON decisions, decision_queue, decision_log TO session_ledger_app;
+GRANT DELETE ON decision_queue TO session_ledger_app;
 
 -- An auditor reads everything and changes nothing.
 DO $$
@@ -74,7 +79,8 @@ BEGIN
         GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_scopes,
                         audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
                         refinery_schema_history, session_tree, live_sessions, trusted_now,
-                        session_state, revocations, refused_creations, live_authority
+                        session_state, revocations, refused_creations, live_authority,
+                        decisions, decision_queue, decision_log, decision_records
            TO session_ledger_auditor;
     END IF;
 END

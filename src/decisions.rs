@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::audit::{self, AuditQuery};
 use crate::authority::{self, Authority};
 use crate::commands::{classify_parsed, parse_command_line, Classification, Refusal};
+use crate::decision_log::{self, Decided, DecisionQuery, DecisionRecord};
 use crate::error::Result;
 use crate::grants::CommandPattern;
 use crate::labels::{self, SessionState};
@@ -172,6 +173,19 @@ pub enum Reason {
     },
 }
 
+/// A decision and the id of its record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recorded {
+    /// The decision.
+    #[serde(flatten)]
+    pub decision: Decision,
+    /// Its record's own id: 32 lower-case hex digits, the first 12 its time in milliseconds.
+    pub record: String,
+    /// True when the record was committed before this was returned; false when a batching
+    /// [`DecisionRecorder`](crate::DecisionRecorder) holds it until its next flush.
+    pub durable: bool,
+}
+
 /// A decision and its reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
@@ -183,7 +197,47 @@ pub struct Decision {
     pub reason: Reason,
 }
 
+impl Verdict {
+    /// The word a decision record stores: `approve` or `ask`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Ask => "ask",
+        }
+    }
+}
+
+impl Reason {
+    /// The reason's kind, as its JSON's `kind` and a decision record's `authority` word:
+    /// `trust`, `trust_reads`, `pattern`, `tool_rule`, `scope`, `unknown_session`,
+    /// `session_ended`, `nothing`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reason::Trust { .. } => "trust",
+            Reason::TrustReads { .. } => "trust_reads",
+            Reason::Pattern { .. } => "pattern",
+            Reason::ToolRule { .. } => "tool_rule",
+            Reason::Scope { .. } => "scope",
+            Reason::UnknownSession => "unknown_session",
+            Reason::SessionEnded => "session_ended",
+            Reason::Nothing { .. } => "nothing",
+        }
+    }
+}
+
 impl Decision {
+    /// What its record says was decided.
+    pub(crate) fn decided(&self) -> Result<Decided<'_>> {
+        Ok(Decided {
+            session: &self.session,
+            verdict: self.verdict.as_str(),
+            authority: self.reason.kind(),
+            reason: serde_json::to_string(&self.reason).map_err(|e| {
+                crate::error::Corruption::new(format!("a reason that does not serialize: {e}"))
+            })?,
+        })
+    }
+
     /// Ask, because the ledger has no such session.
     pub(crate) fn unknown(id: Id<'_>) -> Decision {
         Decision {
@@ -351,7 +405,13 @@ pub struct Explanation {
     pub audit: Vec<AuditEntry>,
     /// Everything that approves for it now, and what withholds any of it.
     pub authority: Authority,
+    /// Its latest recorded decisions, newest first (at most
+    /// [`EXPLAINED_DECISIONS`]).
+    pub decisions: Vec<DecisionRecord>,
 }
+
+/// How many of a session's latest decision records an explanation shows.
+pub const EXPLAINED_DECISIONS: u32 = 10;
 
 /// May `id` make the tool call `call` now? The same order as [`decide`]: an ended session asks;
 /// `trust` approves; `trust_reads` approves a tool that only reads (`READ_ONLY_TOOLS`); a tool
@@ -443,6 +503,14 @@ pub(crate) fn explain(r: &mut dyn Read, id: Id<'_>, now: DateTime<Utc>) -> Resul
         patterns: authority.patterns.clone(),
         live_scopes: authority.scopes.clone(),
         audit: audit::list(r, &AuditQuery::all().session(id.as_str()))?,
+        decisions: decision_log::list(
+            r,
+            &DecisionQuery {
+                session: Some(id.as_str().to_owned()),
+                limit: Some(EXPLAINED_DECISIONS),
+                ..DecisionQuery::default()
+            },
+        )?,
         authority,
         session,
         state,

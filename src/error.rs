@@ -458,6 +458,20 @@ pub enum StorageError {
         /// That row's hash.
         hash: String,
     },
+    /// Decision records reached their commit, and whether they last is unknown (rules A5,
+    /// D1): the server committed them but stopped waiting for its synchronous standby, or the
+    /// connection was lost and sending them again failed. They are not on the record as far
+    /// as the caller knows; look for them by their ids (`Ledger::decision`) once the servers
+    /// agree again.
+    #[error("{count} decision record(s) at {location} may or may not last: {why}", count = records.len())]
+    DecisionsUnknown {
+        /// The ledger.
+        location: Location,
+        /// The records' own ids.
+        records: Vec<String>,
+        /// What the ledger saw.
+        why: String,
+    },
 }
 
 impl StorageError {
@@ -472,6 +486,7 @@ impl StorageError {
             StorageError::Unavailable { .. } => "unavailable",
             StorageError::DurabilityUnknown { .. } => "durability_unknown",
             StorageError::NotCommitted { .. } => "not_committed",
+            StorageError::DecisionsUnknown { .. } => "decisions_unknown",
         }
     }
 

@@ -17,6 +17,7 @@ use crate::storage::{Storage, Write};
 mod audit_trail;
 mod authority;
 mod checkpoints;
+mod decision_log;
 mod sessions;
 
 pub use checkpoints::{ConsistencyProof, RecordedCheckpoint};

@@ -95,6 +95,7 @@ mod clock;
 mod commands;
 mod config;
 mod copy;
+mod decision_log;
 mod decisions;
 mod error;
 mod grants;
@@ -103,6 +104,7 @@ mod ledger;
 mod model;
 mod patterns;
 mod postures;
+mod recorder;
 mod sessions;
 mod storage;
 
@@ -120,8 +122,13 @@ pub use commands::{
 };
 pub use config::{Config, Synchronous};
 pub use copy::Copied;
+pub use decision_log::{
+    AskedBy, DecisionQuery, DecisionRecord, Integrated, AUTHORITIES, INTEGRATION_BATCH,
+    MAX_RECORDED_INPUT, VERDICTS,
+};
 pub use decisions::{
-    AdmittedPart, Decision, Explanation, KeptWord, Part, ReadOnly, Reason, Verdict,
+    AdmittedPart, Decision, Explanation, KeptWord, Part, ReadOnly, Reason, Recorded, Verdict,
+    EXPLAINED_DECISIONS,
 };
 pub use error::{
     Conflict, Corruption, CreationRefused, EngineError, Error, IdProblem, InputError, Location,
@@ -146,6 +153,7 @@ pub use patterns::{
 pub use postures::{
     validate_preview_token, Affected, EpochStart, Propagation, Revocation, RevocationKind,
 };
+pub use recorder::{DecisionRecorder, RecorderOptions};
 pub use sessions::{Created, Ended, LevelNode, TreeEntry, TreeLevel, TreeNode};
 
 /// True when `target` names a PostgreSQL server (a `postgres://` or `postgresql://` URL), which

@@ -15,7 +15,7 @@ const MAX_LINES: usize = 600;
 
 /// Each layer and the top modules in it, from the top down.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("facade", &["ledger"]),
+    ("facade", &["ledger", "recorder"]),
     (
         "concepts",
         &[
@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "grants",
             "authority",
             "decisions",
+            "decision_log",
             "audit",
             "copy",
             "patterns",

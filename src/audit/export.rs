@@ -32,7 +32,7 @@ fn class_of(kind: AuditKind) -> (u32, u32, u32, &'static str) {
             (3005, 3, 2, "Revoke Privileges")
         }
         AuditKind::LabelInherit | AuditKind::LabelRaise => (3004, 3, 3, "Update"),
-        AuditKind::CheckpointSign => (3004, 3, 1, "Create"),
+        AuditKind::CheckpointSign | AuditKind::DecisionsIntegrate => (3004, 3, 1, "Create"),
         AuditKind::EpochStart => (6002, 6, 3, "Start"),
     }
 }

@@ -25,9 +25,9 @@ pub type Hash = [u8; 32];
 /// The coordinates of a node: its level (0 for a leaf) and its index within the level.
 pub(crate) type Coord = (u8, u64);
 
-/// The hash of a leaf whose data is `data`: `SHA-256(0x00 || data)` (the tree's leaves are
-/// hashed by `tree::leaf_of`, which streams a row's bytes instead).
-#[cfg(test)]
+/// The hash of a leaf whose data is `data`: `SHA-256(0x00 || data)` (the audit tree's leaves
+/// are hashed by `tree::leaf_of`, which streams a row's bytes instead; a decision record's by
+/// `decision_log::leaf_of`).
 pub(crate) fn leaf_hash(data: &[u8]) -> Hash {
     let mut h = Sha256::new();
     h.update([0u8]);

@@ -67,7 +67,8 @@ pub struct CheckpointVerification {
     pub not_checked: Vec<String>,
 }
 
-fn finding(check: &str, place: String, problem: Option<&str>, why: String) -> Finding {
+/// A finding of `check` at `place`: passed when `problem` is `None`.
+pub(crate) fn finding(check: &str, place: String, problem: Option<&str>, why: String) -> Finding {
     Finding {
         check: check.to_owned(),
         place,
@@ -77,12 +78,17 @@ fn finding(check: &str, place: String, problem: Option<&str>, why: String) -> Fi
     }
 }
 
-/// The checks of the module's documentation, in one snapshot of the ledger.
+/// A check of what the rows after `after`, up to `to`, commit to beyond themselves, run once
+/// the trail's own checks have run: the decision records' batches.
+pub(crate) type Beyond<'a> = &'a mut dyn FnMut(&mut dyn Read, i64, i64) -> Result<Finding>;
+
+/// The checks of the module's documentation, in one snapshot of the ledger, then `beyond`.
 pub(crate) fn verify_checkpoint(
     r: &mut dyn Read,
     note: &str,
     key: &VerifierKey,
     options: &CheckpointOptions,
+    beyond: Beyond<'_>,
 ) -> Result<CheckpointVerification> {
     let head = r.audit_head()?;
     let mut out = CheckpointVerification {
@@ -146,6 +152,14 @@ pub(crate) fn verify_checkpoint(
     } else {
         full(r, &c, &head, &mut out)?;
     }
+    // What the trail's rows commit to beyond themselves (the decision records): a fast run
+    // checks what was added after the checkpoint, a full run all of it.
+    let after = if options.fast { c.size } else { 0 };
+    out.findings.push(beyond(
+        r,
+        i64::try_from(after).unwrap_or(i64::MAX),
+        head.seq,
+    )?);
     out.ok = out.findings.iter().all(|f| f.valid);
     Ok(out)
 }

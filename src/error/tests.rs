@@ -100,6 +100,12 @@ fn one_of_each() -> Vec<Error> {
             hash: "ab".repeat(32),
         }
         .into(),
+        StorageError::DecisionsUnknown {
+            location: Location::Server("postgresql://app@db1:5432/ledger".into()),
+            records: vec!["0193a0b0c0d0e0f0a1b2c3d4e5f60718".into()],
+            why: "the server committed them, and warned".into(),
+        }
+        .into(),
         Corruption::new("a cycle").into(),
     ];
     let mut variants = BTreeSet::new();
@@ -150,12 +156,13 @@ fn one_of_each() -> Vec<Error> {
                 StorageError::Unavailable { .. } => 46,
                 StorageError::DurabilityUnknown { .. } => 47,
                 StorageError::NotCommitted { .. } => 48,
+                StorageError::DecisionsUnknown { .. } => 49,
             },
             Error::Corruption(_) => 50,
         };
         variants.insert(variant);
     }
-    assert_eq!(variants.len(), 39, "a variant has no sample in one_of_each");
+    assert_eq!(variants.len(), 40, "a variant has no sample in one_of_each");
     samples
 }
 

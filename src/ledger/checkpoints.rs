@@ -105,8 +105,10 @@ impl Ledger {
     }
 
     /// Signs a checkpoint of the whole trail with `key` and records it, with a
-    /// `checkpoint.sign` audit row by `actor`: brings the stored tree up to the head first, in
-    /// the same write transaction. `origin` names the log (by default the key's name). The key
+    /// `checkpoint.sign` audit row by `actor`: integrates the queued decision records first
+    /// ([`Ledger::integrate_decisions`], so the checkpoint covers every record committed
+    /// before it), then brings the stored tree up to the head, in the write transaction that
+    /// signs. `origin` names the log (by default the key's name). The key
     /// is used for this one signature and never stored; the note records its name and id.
     ///
     /// # Errors
@@ -136,6 +138,7 @@ impl Ledger {
     ) -> Result<SignedCheckpoint> {
         crate::model::validate_actor(actor)?;
         let origin = origin.unwrap_or(key.name()).to_owned();
+        self.integrate_decisions(actor)?;
         self.write(|tx, now| tree::sign(tx, now, actor, key, &origin))
     }
 
@@ -178,8 +181,15 @@ impl Ledger {
         key: &VerifierKey,
         options: &CheckpointOptions,
     ) -> Result<CheckpointVerification> {
-        self.storage
-            .snapshot(|r| audit::verify::verify_checkpoint(r, note, key, options))
+        self.storage.snapshot(|r| {
+            audit::verify::verify_checkpoint(
+                r,
+                note,
+                key,
+                options,
+                &mut crate::decision_log::verify_batches,
+            )
+        })
     }
 
     /// A receipt for audit row `seq`: its inclusion proof against `checkpoint` (a note), or

@@ -83,6 +83,8 @@ audit_kinds! {
     ScopeRevoke = "scope.revoke",
     /// A checkpoint of the audit tree was signed (rule A4).
     CheckpointSign = "checkpoint.sign",
+    /// A batch of decision records was given positions in the decision log (rule D1).
+    DecisionsIntegrate = "decisions.integrate",
 }
 
 impl fmt::Display for AuditKind {

@@ -19,6 +19,7 @@
 //! handle that calls it.
 
 mod audit;
+mod decisions;
 mod grants;
 mod labels;
 #[cfg(feature = "postgres")]
@@ -30,6 +31,9 @@ mod transfer;
 mod tree;
 
 pub(crate) use audit::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow};
+pub(crate) use decisions::{
+    Append, DecisionFilter, DecisionReads, DecisionRow, DecisionWrites, NewDecision,
+};
 pub(crate) use grants::{GrantReads, GrantWrites, PatternRow};
 pub(crate) use labels::{InheritedLabel, LabelReads, LabelWrites, StateRow, StoredLabel};
 pub(crate) use postures::{
@@ -65,6 +69,7 @@ pub(crate) trait Read:
     + GrantReads
     + AuditReads
     + TreeReads
+    + DecisionReads
     + FileReads
     + ExportReads
 {
@@ -78,6 +83,7 @@ impl<T> Read for T where
         + GrantReads
         + AuditReads
         + TreeReads
+        + DecisionReads
         + FileReads
         + ExportReads
         + ?Sized
@@ -86,7 +92,13 @@ impl<T> Read for T where
 
 /// Every write the concepts make, inside one write transaction, and its reads.
 pub(crate) trait Write:
-    SessionWrites + LabelWrites + PostureWrites + GrantWrites + AuditWrites + TreeWrites
+    SessionWrites
+    + LabelWrites
+    + PostureWrites
+    + GrantWrites
+    + AuditWrites
+    + TreeWrites
+    + DecisionWrites
 {
     /// The transaction's reads: they see its own writes.
     fn read(&mut self) -> &mut dyn Read;
@@ -133,6 +145,14 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// commits when `f` returns `Ok`; an `Err` rolls everything back. An engine whose
     /// transactions can fail to serialize may call `f` again on a fresh transaction.
     fn write(&self, f: &mut dyn FnMut(&mut dyn Write) -> Result<()>) -> Result<()>;
+
+    /// Calls `f` inside a transaction that appends decision records and nothing else, and
+    /// takes no lock that the ledger's other writers take (rule D2): not the write lock of
+    /// [`Engine::write`], on an engine that has one apart from the database's own (on SQLite,
+    /// whose file has one writer at a time, it waits for the writer that holds the file, as
+    /// every write does). Commits when `f` returns `Ok`. Durable as every write is (rule A5):
+    /// a commit whose outcome is unknown is reported as such.
+    fn append(&self, f: &mut dyn FnMut(&mut dyn Append) -> Result<()>) -> Result<()>;
 
     /// Calls `f` inside a write transaction on a ledger that holds nothing yet (no session, no
     /// audit row, no epoch after the first, which `f` brings), with the contract's triggers off
@@ -223,6 +243,11 @@ impl Storage {
             Ok(())
         })?;
         out.ok_or_else(not_run)
+    }
+
+    /// Runs `f` inside [`Engine::append`]'s transaction, once.
+    pub(crate) fn append(&self, mut f: impl FnMut(&mut dyn Append) -> Result<()>) -> Result<()> {
+        self.engine.append(&mut |a| f(a))
     }
 
     /// Runs `f` inside [`Engine::import`]'s transaction and returns what it returned once the

@@ -165,7 +165,7 @@ impl Store {
     }
 
     /// Runs `sql` with the audit trail's guards turned off (the triggers of the trail, its tree
-    /// and its checkpoints), as someone who
+    /// and its checkpoints, and of the decision records and their log), as someone who
     /// controls the database could: the edits only a verifier can detect. The guards are back
     /// once it returns. Panics if the edit fails.
     pub fn tamper(&self, sql: &str) {
@@ -381,7 +381,8 @@ fn audit_guards(conn: &rusqlite::Connection) -> (String, String) {
     let mut stmt = conn
         .prepare(
             "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'
-                AND tbl_name IN ('audit', 'audit_tree', 'checkpoints')",
+                AND tbl_name IN ('audit', 'audit_tree', 'checkpoints', 'decisions',
+                                 'decision_log', 'decision_queue')",
         )
         .expect("the guards' SQL");
     let guards = stmt

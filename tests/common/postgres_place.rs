@@ -202,10 +202,16 @@ impl Place {
                  ALTER TABLE audit DISABLE TRIGGER USER;
                  ALTER TABLE audit_tree DISABLE TRIGGER USER;
                  ALTER TABLE checkpoints DISABLE TRIGGER USER;
+                 ALTER TABLE decisions DISABLE TRIGGER USER;
+                 ALTER TABLE decision_log DISABLE TRIGGER USER;
+                 ALTER TABLE decision_queue DISABLE TRIGGER USER;
                  {sql};
                  ALTER TABLE audit ENABLE TRIGGER USER;
                  ALTER TABLE audit_tree ENABLE TRIGGER USER;
                  ALTER TABLE checkpoints ENABLE TRIGGER USER;
+                 ALTER TABLE decisions ENABLE TRIGGER USER;
+                 ALTER TABLE decision_log ENABLE TRIGGER USER;
+                 ALTER TABLE decision_queue ENABLE TRIGGER USER;
                  COMMIT;"
             ))
             .expect(sql);
@@ -225,7 +231,8 @@ impl Place {
             sql += &format!("ALTER TABLE \"{t}\" DISABLE TRIGGER USER;\n");
         }
         sql += "TRUNCATE sessions, labels, postures, command_patterns, override_scopes, audit, \
-                audit_tree, checkpoints RESTART IDENTITY;\n\
+                audit_tree, checkpoints, decisions, decision_queue, decision_log \
+                RESTART IDENTITY;\n\
                 DELETE FROM epochs WHERE epoch > 0;\n";
         for t in &tables {
             let t = t[0].as_deref().expect("a name");

@@ -40,6 +40,7 @@
 mod audit;
 mod columns;
 mod commit;
+mod decisions;
 mod failover;
 mod grants;
 mod labels;
@@ -62,7 +63,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::{IsolationLevel, Row, Statement};
 
-use super::{Engine, FileReads, Import, Read, Write};
+use super::{Append, Engine, FileReads, Import, Read, Write};
 use crate::error::{EngineError, Error, Location, Result, StorageError};
 use crate::model::CheckReport;
 
@@ -332,6 +333,16 @@ impl Engine for Postgres {
             return Err(StorageError::ReadOnly(self.location.clone()).into());
         }
         self.transaction(commit::Kind::Write, &mut |tx| f(tx))
+    }
+
+    /// One statement on its own, no lock of the ledger's (`decisions.rs`).
+    fn append(&self, f: &mut dyn FnMut(&mut dyn Append) -> Result<()>) -> Result<()> {
+        if self.read_only {
+            return Err(StorageError::ReadOnly(self.location.clone()).into());
+        }
+        let mut collected = decisions::Collected::default();
+        f(&mut collected)?;
+        self.append_records(&collected.0)
     }
 
     fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {

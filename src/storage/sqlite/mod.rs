@@ -15,6 +15,7 @@
 mod audit;
 mod columns;
 mod connection;
+mod decisions;
 mod grants;
 mod labels;
 mod levels;
@@ -34,7 +35,7 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Engine, FileReads, Import, Read, Write};
+use super::{Append, Engine, FileReads, Import, Read, Write};
 use crate::error::{EngineError, Error, InputError, Location, Result, StorageError};
 use crate::model::CheckReport;
 
@@ -146,6 +147,22 @@ impl Engine for Sqlite {
     }
 
     fn write(&self, f: &mut dyn FnMut(&mut dyn Write) -> Result<()>) -> Result<()> {
+        if self.read_only {
+            return Err(StorageError::ReadOnly(self.location.clone()).into());
+        }
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        f(&mut Tx {
+            read: Conn { conn: &tx },
+        })?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// SQLite has one writer per file: an append is a `BEGIN IMMEDIATE` transaction like any
+    /// write, which waits for the writer holding the file (`busy_timeout`), and holds it for
+    /// its `INSERT`s and its commit only: it reads nothing, and never the audit chain.
+    fn append(&self, f: &mut dyn FnMut(&mut dyn Append) -> Result<()>) -> Result<()> {
         if self.read_only {
             return Err(StorageError::ReadOnly(self.location.clone()).into());
         }

@@ -1,0 +1,303 @@
+//! Decision records (rules D1, D2), on every engine: a recorded decision is on the record when
+//! its answer returns, with its reason and who asked; records never change; integration gives
+//! them positions without gaps, under the audit trail, so a checkpoint covers them and a
+//! changed record is caught; on PostgreSQL an append waits for no other writer, and records
+//! committed out of id order are all integrated, none skipped.
+
+#[macro_use]
+mod common;
+
+use std::sync::Arc;
+
+use common::{Engine, TestResult};
+use session_ledger::{
+    AskedBy, CheckpointOptions, DecisionQuery, DecisionRecorder, PostureLevel, ReadOnly,
+    RecorderOptions, SignerKey, ToolCall, Verdict,
+};
+
+fn asked() -> AskedBy<'static> {
+    AskedBy {
+        actor: "claude-code",
+        tool_use_id: Some("toolu_01"),
+    }
+}
+
+fn of_session(id: &str) -> DecisionQuery {
+    DecisionQuery {
+        session: Some(id.to_owned()),
+        ..Default::default()
+    }
+}
+
+fn a_recorded_decision_is_on_the_record_with_its_reason_and_who_asked(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    f.build("conductor > worker");
+    f.ledger
+        .grant("conductor", PostureLevel::TrustReads, "alice")?;
+    f.ledger.create_child("worker-2", "conductor", "alice")?;
+    let approved =
+        f.ledger
+            .decide_and_record("worker-2", "git log -3", ReadOnly::Classify, &asked())?;
+    assert_eq!(approved.decision.verdict, Verdict::Approve);
+    assert!(approved.durable);
+    let asks =
+        f.ledger
+            .decide_and_record("worker-2", "rm -rf build", ReadOnly::Classify, &asked())?;
+    let unknown = f
+        .ledger
+        .decide_and_record("nobody", "ls", false, &AskedBy::actor("bob"))?;
+
+    let records = f.ledger.decisions(&of_session("worker-2"))?;
+    assert_eq!(
+        records
+            .iter()
+            .map(|r| r.record.as_str())
+            .collect::<Vec<_>>(),
+        [asks.record.as_str(), approved.record.as_str()],
+        "newest first"
+    );
+    let r = &records[1];
+    assert_eq!(
+        (r.verdict.as_str(), r.authority.as_str(), r.tree.as_str()),
+        ("approve", "trust_reads", "conductor")
+    );
+    assert_eq!(r.input, "git log -3");
+    assert_eq!(
+        (r.asked_by.as_str(), r.tool_use_id.as_deref()),
+        ("claude-code", Some("toolu_01"))
+    );
+    // The reason carries the chain back to the operator's grant.
+    assert_eq!(
+        r.reason["posture"]["chain"],
+        serde_json::json!(["conductor", "worker-2"])
+    );
+    assert_eq!(r.seq, None, "queued until integrated");
+    assert_eq!(records[0].authority, "nothing");
+    let nobody = f.ledger.decision(&unknown.record)?.expect("recorded");
+    assert_eq!(
+        (
+            nobody.verdict.as_str(),
+            nobody.authority.as_str(),
+            nobody.tree.as_str()
+        ),
+        ("ask", "unknown_session", "nobody")
+    );
+    Ok(())
+}
+
+fn a_long_input_is_cut_with_its_hash_and_a_tool_call_names_its_tool(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("worker", "alice")?;
+    let long = format!("echo {}", "é".repeat(3000));
+    let cut = f
+        .ledger
+        .decide_and_record("worker", &long, false, &asked())?;
+    let r = f.ledger.decision(&cut.record)?.expect("recorded");
+    assert!(r.input.len() <= session_ledger::MAX_RECORDED_INPUT);
+    assert!(long.starts_with(&r.input));
+    assert_eq!(r.input_bytes, long.len() as u64);
+    use sha2::Digest;
+    let sha: String = sha2::Sha256::digest(long.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(r.input_sha256.as_deref(), Some(sha.as_str()));
+
+    let call = ToolCall {
+        tool: "WebFetch",
+        path: None,
+        url: Some("https://docs.rs/serde"),
+        root: None,
+    };
+    let fetched = f.ledger.decide_tool_and_record("worker", &call, &asked())?;
+    let r = f.ledger.decision(&fetched.record)?.expect("recorded");
+    assert_eq!(
+        (
+            r.tool.as_deref(),
+            r.input.as_str(),
+            r.input_sha256.as_deref()
+        ),
+        (Some("WebFetch"), "https://docs.rs/serde", None)
+    );
+    Ok(())
+}
+
+fn records_and_positions_cannot_be_changed_or_removed_by_hand(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("worker", "alice")?;
+    f.ledger
+        .decide_and_record("worker", "ls", false, &asked())?;
+    f.ledger
+        .decide_and_record("worker", "pwd", false, &asked())?;
+    f.ledger.integrate_decisions("alice")?;
+    f.ledger
+        .decide_and_record("worker", "id", false, &asked())?;
+    let before = f.snapshot();
+    for (sql, says) in [
+        (
+            "UPDATE decisions SET verdict = 'approve'",
+            "decision records are append-only",
+        ),
+        ("DELETE FROM decisions", "decision records are append-only"),
+        (
+            "UPDATE decision_log SET seq = seq + 10",
+            "the decision log is append-only",
+        ),
+        (
+            "DELETE FROM decision_log",
+            "the decision log is append-only",
+        ),
+        (
+            "DELETE FROM decision_queue",
+            "a decision record leaves the queue only once it is in the log",
+        ),
+        (
+            "INSERT INTO decision_log (seq, decision, batch) VALUES (5, 3, 1)",
+            "a decision must take the next position of the log",
+        ),
+    ] {
+        let refused = f.exec(sql).expect_err(sql);
+        assert!(refused.contains(says), "{sql}: {refused}");
+    }
+    assert_eq!(f.snapshot(), before, "nothing changed");
+    Ok(())
+}
+
+fn integration_gives_positions_without_gaps_one_audit_row_per_batch(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("worker", "alice")?;
+    let mut records = Vec::new();
+    for i in 0..5 {
+        records.push(
+            f.ledger
+                .decide_and_record("worker", &format!("echo {i}"), false, &asked())?
+                .record,
+        );
+    }
+    let done = f.ledger.integrate_decisions("alice")?;
+    assert_eq!(
+        (done.records, done.batches, done.log_size, done.queued),
+        (5, 1, 5, 0)
+    );
+    assert_eq!(
+        f.ledger.integrate_decisions("alice")?.records,
+        0,
+        "nothing left"
+    );
+    for i in 5..7 {
+        records.push(
+            f.ledger
+                .decide_and_record("worker", &format!("echo {i}"), false, &asked())?
+                .record,
+        );
+    }
+    assert_eq!(f.ledger.integrate_decisions("alice")?.log_size, 7);
+    let positions: Vec<Option<u64>> = records
+        .iter()
+        .map(|r| f.ledger.decision(r).map(|d| d.expect("there").seq))
+        .collect::<Result<_, _>>()?;
+    assert_eq!(positions, (1..=7).map(Some).collect::<Vec<_>>());
+    let batches =
+        f.column("SELECT detail FROM audit WHERE kind = 'decisions.integrate' ORDER BY seq");
+    assert_eq!(batches.len(), 2);
+    assert!(
+        batches[1].contains("\"first\":6") && batches[1].contains("\"count\":2"),
+        "{batches:?}"
+    );
+    Ok(())
+}
+
+fn a_checkpoint_covers_the_records_and_a_changed_or_removed_record_is_caught(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("worker", "alice")?;
+    f.ledger.grant("worker", PostureLevel::Trust, "alice")?;
+    for i in 0..4 {
+        f.ledger
+            .decide_and_record("worker", &format!("make {i}"), false, &asked())?;
+    }
+    let key = SignerKey::generate("example.com/ledger")?;
+    // Signing integrates what is queued first.
+    let signed = f.ledger.checkpoint(&key, None, "alice")?;
+    assert_eq!(f.ledger.decisions(&of_session("worker"))?[0].seq, Some(4));
+    let v =
+        f.ledger
+            .verify_checkpoint(&signed.note, &key.verifier(), &CheckpointOptions::default())?;
+    assert!(v.ok, "{v:?}");
+    let decisions = v
+        .findings
+        .iter()
+        .find(|f| f.check == "decisions")
+        .expect("checked");
+    assert!(decisions.why.contains("4 record(s)"), "{decisions:?}");
+
+    f.tamper("UPDATE decisions SET verdict = 'ask', authority = 'nothing' WHERE input = 'make 2'");
+    let v =
+        f.ledger
+            .verify_checkpoint(&signed.note, &key.verifier(), &CheckpointOptions::default())?;
+    assert!(!v.ok);
+    let failed: Vec<_> = v.findings.iter().filter(|f| !f.valid).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(
+        (failed[0].check.as_str(), failed[0].problem.as_deref()),
+        ("decisions", Some("root"))
+    );
+
+    f.tamper(
+        "UPDATE decisions SET verdict = 'approve', authority = 'trust' WHERE input = 'make 2'",
+    );
+    f.tamper("DELETE FROM decision_log WHERE seq = 4");
+    let v =
+        f.ledger
+            .verify_checkpoint(&signed.note, &key.verifier(), &CheckpointOptions::default())?;
+    let failed: Vec<_> = v.findings.iter().filter(|f| !f.valid).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].problem.as_deref(), Some("count"));
+    Ok(())
+}
+
+fn a_batching_recorder_appends_within_its_window_and_on_flush(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("worker", "alice")?;
+    let ledger = Arc::new(f.reopen(session_ledger::Config::default()));
+    let recorder = DecisionRecorder::new(Arc::clone(&ledger), RecorderOptions::default())?;
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        let r = recorder.decide("worker", &format!("echo {i}"), false, &asked())?;
+        assert!(!r.durable);
+        ids.push(r.record);
+    }
+    assert_eq!(recorder.flush()?, 50);
+    assert_eq!(recorder.held(), 0);
+    let query = DecisionQuery {
+        session: Some("worker".into()),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let mut stored: Vec<String> = ledger
+        .decisions(&query)?
+        .into_iter()
+        .map(|r| r.record)
+        .collect();
+    stored.reverse();
+    assert_eq!(stored, ids, "every record, in the order decided");
+    // Dropping the recorder appends what it holds.
+    for i in 50..60 {
+        recorder.decide("worker", &format!("echo {i}"), false, &asked())?;
+    }
+    drop(recorder);
+    assert_eq!(ledger.decisions(&query)?.len(), 60);
+    Ok(())
+}
+
+engine_tests! {
+    a_recorded_decision_is_on_the_record_with_its_reason_and_who_asked,
+    a_long_input_is_cut_with_its_hash_and_a_tool_call_names_its_tool,
+    records_and_positions_cannot_be_changed_or_removed_by_hand,
+    integration_gives_positions_without_gaps_one_audit_row_per_batch,
+    a_checkpoint_covers_the_records_and_a_changed_or_removed_record_is_caught,
+    a_batching_recorder_appends_within_its_window_and_on_flush,
+}
