@@ -135,6 +135,30 @@ impl Ledger {
         self.storage.snapshot(|r| decision_log::list(r, query))
     }
 
+    /// The integrated records after position `after` of the decision log, oldest first, at
+    /// most `limit` (1 to 10,000): the export feed. Positions have no gaps and never change,
+    /// so a reader that saves the last position it read resumes exactly there; a record is
+    /// in the feed once it is integrated.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidConfig` for a limit outside 1 to 10,000; [`Error::Storage`](crate::Error::Storage).
+    pub fn decisions_after(&self, after: u64, limit: u32) -> Result<Vec<DecisionRecord>> {
+        if !(1..=10_000).contains(&limit) {
+            return Err(InputError::InvalidConfig(format!(
+                "a page holds 1 to 10000 records, not {limit}"
+            ))
+            .into());
+        }
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        self.storage.read(|r| {
+            r.logged_after(after, limit)?
+                .into_iter()
+                .map(decision_log::record_of)
+                .collect()
+        })
+    }
+
     /// The record whose own id is `record`, if the ledger has it.
     ///
     /// # Errors

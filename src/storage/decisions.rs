@@ -86,6 +86,10 @@ pub(crate) trait DecisionReads {
     /// The decision log's size: its last position, 0 when empty.
     fn decision_log_size(&mut self) -> Result<i64>;
 
+    /// The integrated records after position `after`, by position, at most `limit`: the
+    /// export feed's page.
+    fn logged_after(&mut self, after: i64, limit: u32) -> Result<Vec<DecisionRow>>;
+
     /// The records of the batch whose audit row is `batch`, by position.
     fn decision_batch(&mut self, batch: i64) -> Result<Vec<DecisionRow>>;
 

@@ -135,6 +135,14 @@ pub(super) const BATCH: &str = "SELECT d.id, d.record, d.at, d.session_id, d.tre
        FROM decision_log AS l JOIN decisions AS d ON d.id = l.decision
       WHERE l.batch = $1 ORDER BY l.seq";
 
+/// The integrated records after a position, by the log's key.
+pub(super) const LOGGED_AFTER: &str =
+    "SELECT d.id, d.record, d.at, d.session_id, d.tree, d.tool, d.input,
+            d.input_bytes, d.input_sha256, d.verdict, d.authority, d.reason, d.asked_by,
+            d.tool_use_id, l.seq, l.batch
+       FROM decision_log AS l JOIN decisions AS d ON d.id = l.decision
+      WHERE l.seq > $1 ORDER BY l.seq LIMIT $2";
+
 /// The batches after an audit row, through `decision_log_by_batch`.
 pub(super) const BATCHES: &str = "SELECT batch, min(seq) AS first, count(*) AS count
        FROM decision_log WHERE batch > $1 GROUP BY batch ORDER BY batch";
@@ -223,6 +231,11 @@ impl DecisionReads for Conn<'_> {
     fn decision_log_size(&mut self) -> Result<i64> {
         let row = self.row(LOG_SIZE, &[])?;
         Ok(row.map(|r| r.try_get("n")).transpose()?.unwrap_or(0))
+    }
+
+    fn logged_after(&mut self, after: i64, limit: u32) -> Result<Vec<DecisionRow>> {
+        let rows = self.rows(LOGGED_AFTER, &[&after, &i64::from(limit)])?;
+        rows.iter().map(row_of).collect()
     }
 
     fn decision_batch(&mut self, batch: i64) -> Result<Vec<DecisionRow>> {

@@ -101,6 +101,14 @@ pub(super) const BATCH: &str = "SELECT d.id, d.record, d.at, d.session_id, d.tre
        FROM decision_log AS l JOIN decisions AS d ON d.id = l.decision
       WHERE l.batch = :batch ORDER BY l.seq";
 
+/// The integrated records after a position, by the log's key.
+pub(super) const LOGGED_AFTER: &str =
+    "SELECT d.id, d.record, d.at, d.session_id, d.tree, d.tool, d.input,
+            d.input_bytes, d.input_sha256, d.verdict, d.authority, d.reason, d.asked_by,
+            d.tool_use_id, l.seq, l.batch
+       FROM decision_log AS l JOIN decisions AS d ON d.id = l.decision
+      WHERE l.seq > :after ORDER BY l.seq LIMIT :limit";
+
 /// The batches after an audit row, through `decision_log_by_batch`.
 pub(super) const BATCHES: &str = "SELECT batch, min(seq) AS first, count(*) AS count
        FROM decision_log WHERE batch > :after GROUP BY batch ORDER BY batch";
@@ -204,6 +212,12 @@ impl DecisionReads for Conn<'_> {
     fn decision_log_size(&mut self) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(LOG_SIZE)?;
         Ok(stmt.query_row([], |row| row.get(0))?)
+    }
+
+    fn logged_after(&mut self, after: i64, limit: u32) -> Result<Vec<DecisionRow>> {
+        let mut stmt = self.conn.prepare_cached(LOGGED_AFTER)?;
+        let rows = stmt.query(named_params! { ":after": after, ":limit": i64::from(limit) })?;
+        rows_of(rows)
     }
 
     fn decision_batch(&mut self, batch: i64) -> Result<Vec<DecisionRow>> {
