@@ -293,6 +293,92 @@ fn a_batching_recorder_appends_within_its_window_and_on_flush(engine: Engine) ->
     Ok(())
 }
 
+/// A decision record inserted by hand in `tx`, left uncommitted: an append whose transaction
+/// is slower than the ledger's.
+fn open_append(tx: &mut ::postgres::Transaction<'_>, record: &str, input: &str) {
+    let bytes = input.len() as i64;
+    tx.execute(
+        "INSERT INTO decisions (record, at, session_id, tree, input, input_bytes, verdict,
+                                authority, reason, asked_by)
+         VALUES ($1, now()::timestamp(3) AT TIME ZONE 'UTC', 'worker', 'worker', $2, $3, 'ask',
+                 'nothing', '{\"kind\":\"nothing\"}', 'slow-writer')",
+        &[&record, &input, &bytes],
+    )
+    .expect("a slower append");
+}
+
+#[test]
+fn on_postgres_an_append_does_not_wait_for_the_write_lock_or_another_open_append() -> TestResult {
+    let config = session_ledger::Config::default()
+        .create_if_missing(true)
+        .busy_timeout(std::time::Duration::from_secs(2));
+    let f = fixture!(Engine::Postgres, config);
+    f.ledger.create_root("worker", "alice")?;
+    let mut holder = f.place().client();
+    let mut tx = holder.transaction()?;
+    // The ledger's write lock, as a create or a revocation in progress holds it ...
+    tx.batch_execute("SELECT pg_advisory_xact_lock(1818584167, 'audit'::regclass::oid::int4)")?;
+    // ... and another append, not committed yet.
+    open_append(&mut tx, &"a".repeat(32), "sleep 100");
+
+    // A write that takes the lock waits for it, and gives up after the busy timeout ...
+    let create = f.ledger.create_root("reviewer", "bob");
+    assert!(
+        matches!(&create, Err(session_ledger::Error::Storage(e)) if e.is_busy()),
+        "{create:?}"
+    );
+    // ... while an append, in the same state, is done.
+    let recorded = f
+        .ledger
+        .decide_and_record("worker", "ls", false, &asked())?;
+    assert!(f.ledger.decision(&recorded.record)?.is_some());
+    // The other transaction was open all along: it commits now.
+    tx.commit()?;
+    assert_eq!(f.ledger.decisions(&of_session("worker"))?.len(), 2);
+    Ok(())
+}
+
+#[test]
+fn on_postgres_records_committed_out_of_id_order_are_all_integrated_none_skipped() -> TestResult {
+    let f = fixture!(Engine::Postgres);
+    f.ledger.create_root("worker", "alice")?;
+    let mut slow = f.place().client();
+    let mut tx = slow.transaction()?;
+    // The slower append draws its id first, and commits last.
+    open_append(&mut tx, &"b".repeat(32), "make slow");
+    let fast = f
+        .ledger
+        .decide_and_record("worker", "make fast", false, &asked())?;
+    let ids = f.column("SELECT id::text FROM decisions ORDER BY id");
+    assert_eq!(ids.len(), 1, "the slower append is not visible yet");
+
+    let first = f.ledger.integrate_decisions("alice")?;
+    assert_eq!((first.records, first.log_size, first.queued), (1, 1, 0));
+    tx.commit()?;
+    let second = f.ledger.integrate_decisions("alice")?;
+    assert_eq!((second.records, second.log_size, second.queued), (1, 2, 0));
+
+    let order = f.query(
+        "SELECT l.seq::text, d.record, d.id::text FROM decision_log AS l
+           JOIN decisions AS d ON d.id = l.decision ORDER BY l.seq",
+    );
+    assert_eq!(order[0][1].as_deref(), Some(fast.record.as_str()));
+    assert_eq!(order[1][1].as_deref(), Some("b".repeat(32).as_str()));
+    let id = |row: &Vec<Option<String>>| row[2].clone().unwrap_or_default().parse::<i64>();
+    assert!(
+        id(&order[1])? < id(&order[0])?,
+        "the lower id took the later position"
+    );
+
+    let key = SignerKey::generate("example.com/ledger")?;
+    let signed = f.ledger.checkpoint(&key, None, "alice")?;
+    let v =
+        f.ledger
+            .verify_checkpoint(&signed.note, &key.verifier(), &CheckpointOptions::default())?;
+    assert!(v.ok, "{v:?}");
+    Ok(())
+}
+
 engine_tests! {
     a_recorded_decision_is_on_the_record_with_its_reason_and_who_asked,
     a_long_input_is_cut_with_its_hash_and_a_tool_call_names_its_tool,
