@@ -12,6 +12,7 @@
 use serde::Serialize;
 
 use crate::audit;
+use crate::decision_log;
 use crate::error::{Corruption, Result};
 use crate::model::AuditHead;
 use crate::storage::{Import, Read, Row, Storage, Table};
@@ -41,6 +42,8 @@ pub struct Copied {
     /// Checkpoints the source signed; the target's audit tree is built from the copied rows,
     /// and each checkpoint's root checked against it.
     pub checkpoints: u64,
+    /// Decision records, integrated or queued (the queue comes along as it is).
+    pub decisions: u64,
     /// The trail's head, the same on both ledgers.
     pub head: AuditHead,
 }
@@ -64,6 +67,7 @@ fn copy_rows(from: &mut dyn Read, into: &mut dyn Import) -> Result<Copied> {
         scopes: 0,
         audit_rows: 0,
         checkpoints: 0,
+        decisions: 0,
         head: head.clone(),
     };
     for table in Table::ALL {
@@ -90,6 +94,9 @@ fn copy_rows(from: &mut dyn Read, into: &mut dyn Import) -> Result<Copied> {
             Table::OverrideScopes => &mut copied.scopes,
             Table::Audit => &mut copied.audit_rows,
             Table::Checkpoints => &mut copied.checkpoints,
+            Table::Decisions => &mut copied.decisions,
+            // Positions and the queue are counted by the records they name.
+            Table::DecisionLog | Table::DecisionQueue => continue,
         } = count;
     }
     into.set_audit_ordered_from(ordered_from)?;
@@ -117,6 +124,16 @@ fn copy_rows(from: &mut dyn Read, into: &mut dyn Import) -> Result<Copied> {
     let mut after = 0;
     while let Some(last) = check_checkpoints(into.read(), after)? {
         after = last;
+    }
+    // Every integrated record must still hash to its batch's root.
+    let batches = decision_log::verify_batches(into.read(), 0, head.seq)?;
+    if !batches.valid {
+        return Err(Corruption::new(format!(
+            "the copied decision records do not match their batches ({}: {}), so the source's \
+             do not either (run verify --checkpoint on it); nothing was copied",
+            batches.place, batches.why
+        ))
+        .into());
     }
     Ok(copied)
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::{cli, Engine, Fixture, TestResult};
 use session_ledger::{
-    AuditQuery, Config, Conflict, Error, InputError, Ledger, PostureLevel, Propagation, Taint,
+    AskedBy, AuditQuery, CheckpointOptions, Config, Conflict, DecisionQuery, Error, InputError,
+    Ledger, PostureLevel, Propagation, ReadOnly, SignerKey, Taint,
 };
 
 /// A source that holds one of everything a copy must carry, including the rows the contract's
@@ -40,6 +41,15 @@ fn rich_source(f: &Fixture) -> Vec<String> {
         .expect("a durable epoch");
     l.grant("reviewer", PostureLevel::TrustReads, "alice")
         .expect("grant");
+    // Decision records: two integrated, one still queued.
+    let asked = AskedBy::actor("claude-code");
+    for command in ["cargo test --all", "ls -la"] {
+        l.decide_and_record("reviewer", command, ReadOnly::Classify, &asked)
+            .expect("record");
+    }
+    l.integrate_decisions("alice").expect("integrate");
+    l.decide_and_record("late", "rm -rf target", false, &asked)
+        .expect("record");
     let mut ids: Vec<String> = l
         .forest()
         .expect("forest")
@@ -58,6 +68,10 @@ fn observe(l: &Ledger, ids: &[String]) -> Vec<String> {
         format!("epoch {:?}", l.current_epoch().expect("epoch")),
         format!("head {:?}", l.audit_head().expect("head")),
         format!("audit {:?}", l.audit(&AuditQuery::all()).expect("audit")),
+        format!(
+            "decisions {:?}",
+            l.decisions(&DecisionQuery::default()).expect("decisions")
+        ),
     ];
     for id in ids {
         out.push(format!(
@@ -106,6 +120,7 @@ fn a_copied_ledger_answers_every_read_as_the_source_does_and_its_trail_verifies_
     assert_eq!(copied.sessions, ids.len() as u64);
     assert_eq!(copied.epochs, 2);
     assert_eq!((copied.patterns, copied.scopes), (1, 1));
+    assert_eq!(copied.decisions, 3);
     assert_eq!(copied.audit_rows as i64, copied.head.seq);
     assert_eq!(observe(&target.ledger, &ids), before);
     assert_eq!(
@@ -149,6 +164,24 @@ fn a_copied_ledger_goes_on_from_where_the_source_stood() -> TestResult {
     assert_eq!(target.verify_in_sql(), None);
     let lowered = target.exec("UPDATE labels SET taint = 'public' WHERE session_id = 'worker'");
     assert!(lowered.is_err(), "labels still only rise");
+    // The queued record came along queued; new records are numbered after the copied ones,
+    // and a checkpoint covers them all.
+    let asked = AskedBy::actor("claude-code");
+    target
+        .ledger
+        .decide_and_record("reviewer", "git status", ReadOnly::Classify, &asked)?;
+    let key = SignerKey::generate("example.com/ledger")?;
+    let signed = target.ledger.checkpoint(&key, None, "alice")?;
+    let records = target.ledger.decisions(&DecisionQuery::default())?;
+    assert_eq!(records.len(), 4);
+    assert!(records.iter().all(|r| r.seq.is_some()), "{records:?}");
+    assert!(records[0].id > records[1].id);
+    let v = target.ledger.verify_checkpoint(
+        &signed.note,
+        &key.verifier(),
+        &CheckpointOptions::default(),
+    )?;
+    assert!(v.ok, "{v:?}");
     Ok(())
 }
 

@@ -37,6 +37,9 @@ pub(crate) enum Table {
     OverrideScopes,
     Audit,
     Checkpoints,
+    Decisions,
+    DecisionLog,
+    DecisionQueue,
 }
 
 impl Table {
@@ -44,7 +47,7 @@ impl Table {
     /// names them, epochs before postures. (`audit_kinds` and the migration history come with
     /// the target's own migration; `audit_time_order` is one value, moved on its own; the
     /// audit tree is derived from the rows, and the target builds its own.)
-    pub(crate) const ALL: [Table; 8] = [
+    pub(crate) const ALL: [Table; 11] = [
         Table::Sessions,
         Table::Labels,
         Table::Epochs,
@@ -53,6 +56,9 @@ impl Table {
         Table::OverrideScopes,
         Table::Audit,
         Table::Checkpoints,
+        Table::Decisions,
+        Table::DecisionLog,
+        Table::DecisionQueue,
     ];
 
     /// The table's name, the same on every engine.
@@ -66,6 +72,9 @@ impl Table {
             Table::OverrideScopes => "override_scopes",
             Table::Audit => "audit",
             Table::Checkpoints => "checkpoints",
+            Table::Decisions => "decisions",
+            Table::DecisionLog => "decision_log",
+            Table::DecisionQueue => "decision_queue",
         }
     }
 
@@ -144,13 +153,32 @@ impl Table {
                 ("note", Text),
                 ("signed_at", Time),
             ],
+            Table::Decisions => &[
+                ("id", Integer),
+                ("record", Text),
+                ("at", Time),
+                ("session_id", Text),
+                ("tree", Text),
+                ("tool", Text),
+                ("input", Text),
+                ("input_bytes", Integer),
+                ("input_sha256", Text),
+                ("verdict", Text),
+                ("authority", Text),
+                ("reason", Text),
+                ("asked_by", Text),
+                ("tool_use_id", Text),
+            ],
+            Table::DecisionLog => &[("seq", Integer), ("decision", Integer), ("batch", Integer)],
+            Table::DecisionQueue => &[("id", Integer)],
         }
     }
 
     /// The columns of the table's primary key, by which its rows are read in order.
     pub(crate) fn key(self) -> &'static str {
         match self {
-            Table::Sessions | Table::Audit | Table::Checkpoints => "seq",
+            Table::Sessions | Table::Audit | Table::Checkpoints | Table::DecisionLog => "seq",
+            Table::Decisions | Table::DecisionQueue => "id",
             Table::Epochs => "epoch",
             Table::Labels | Table::Postures => "session_id",
             Table::CommandPatterns => "session_id, pattern",

@@ -67,11 +67,12 @@ impl ExportReads for Conn<'_> {
 /// after the migration's first.
 const HOLDS_ANYTHING: &str = "SELECT EXISTS (SELECT 1 FROM sessions)
         OR EXISTS (SELECT 1 FROM audit)
+        OR EXISTS (SELECT 1 FROM decisions)
         OR EXISTS (SELECT 1 FROM epochs WHERE epoch > 0) AS holds";
 
 /// Every table whose triggers an import switches off: those it writes (the audit tree too, which
 /// the copy builds from the copied rows), and `audit_time_order`.
-const TRIGGERED: [&str; 10] = [
+const TRIGGERED: [&str; 13] = [
     "sessions",
     "labels",
     "epochs",
@@ -82,6 +83,9 @@ const TRIGGERED: [&str; 10] = [
     "audit_time_order",
     "audit_tree",
     "checkpoints",
+    "decisions",
+    "decision_log",
+    "decision_queue",
 ];
 
 /// The migration's epoch 0 makes way for the source's.
@@ -91,6 +95,11 @@ const CLEAR_EPOCHS: &str = "DELETE FROM epochs";
 const RESTART_SESSION_SEQ: &str =
     "SELECT setval(pg_get_serial_sequence('sessions', 'seq'), coalesce(max(seq), 1), max(seq) IS NOT NULL)
      FROM sessions";
+
+/// The records' ids came along too; new records are numbered after them.
+const RESTART_DECISION_ID: &str =
+    "SELECT setval(pg_get_serial_sequence('decisions', 'id'), coalesce(max(id), 1), max(id) IS NOT NULL)
+     FROM decisions";
 
 const SET_ORDERED_FROM: &str = "UPDATE audit_time_order SET ordered_from = $1 WHERE id = 1";
 
@@ -118,6 +127,7 @@ pub(super) fn import(
     tx.read.execute(CLEAR_EPOCHS, &[])?;
     f(tx)?;
     tx.read.row(RESTART_SESSION_SEQ, &[])?;
+    tx.read.row(RESTART_DECISION_ID, &[])?;
     tx.read.batch(&triggers("ENABLE"))
 }
 
