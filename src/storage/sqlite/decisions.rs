@@ -67,8 +67,18 @@ pub(super) const LIST_BY_SUBTREE: &str = list_sql!(
     "session_id IN (SELECT id FROM subtree) AND"
 );
 
-/// A time range's records, through `decisions_by_time`.
-pub(super) const LIST_BY_TIME: &str = list_sql!("", "at >= :since AND");
+/// A time range's records, through `decisions_by_time`: the records in the range, sorted.
+pub(super) const LIST_BY_TIME: &str = "SELECT d.id, d.record, d.at, d.session_id, d.tree, d.tool,
+            d.input, d.input_bytes, d.input_sha256, d.verdict, d.authority, d.reason, d.asked_by,
+            d.tool_use_id, l.seq, l.batch
+       FROM decisions AS d INDEXED BY decisions_by_time
+       LEFT JOIN decision_log AS l ON l.decision = d.id
+      WHERE d.at >= :since
+        AND (:before IS NULL OR d.id < :before)
+        AND (:verdict IS NULL OR d.verdict = :verdict)
+        AND (:authority IS NULL OR d.authority = :authority)
+        AND (:until IS NULL OR d.at < :until)
+      ORDER BY d.id DESC LIMIT :limit";
 
 /// Every record, newest first, through the table's key.
 pub(super) const LIST: &str = list_sql!("", "");

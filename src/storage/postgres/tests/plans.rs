@@ -20,7 +20,7 @@
 
 use postgres::{Client, NoTls};
 
-use super::{audit, commit, grants, labels, levels, postures, sessions, tree, writes};
+use super::{audit, commit, decisions, grants, labels, levels, postures, sessions, tree, writes};
 use crate::config::{Config, Synchronous};
 use crate::{Ledger, PostureLevel, Propagation, Raise, Taint};
 
@@ -112,6 +112,23 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("checkpoints after a seq", tree::CHECKPOINTS),
         ("the latest checkpoint", tree::LATEST_CHECKPOINT),
         ("append a checkpoint", tree::APPEND_CHECKPOINT),
+        ("decide --record: append", decisions::APPEND),
+        (
+            "decisions of a session, by page",
+            decisions::LIST_BY_SESSION,
+        ),
+        (
+            "decisions of a subtree, by page",
+            decisions::LIST_BY_SUBTREE,
+        ),
+        ("decisions since a time", decisions::LIST_BY_TIME),
+        ("a decision by its record id", decisions::BY_RECORD),
+        ("integrate: the queued records", decisions::QUEUED),
+        ("integrate: the log's size", decisions::LOG_SIZE),
+        ("integrate: positions", decisions::INTEGRATE),
+        ("integrate: out of the queue", decisions::DEQUEUE),
+        ("export: records after a position", decisions::LOGGED_AFTER),
+        ("verify: a batch's records", decisions::BATCH),
     ]
 }
 
@@ -137,6 +154,8 @@ const GROWING: &[&str] = &[
     "checkpoints",
     "command_patterns",
     "override_scopes",
+    "decisions",
+    "decision_log",
 ];
 
 /// How a plan reads a relation whole.
@@ -215,6 +234,18 @@ fn build(url: &str) -> crate::Result<()> {
     ledger.end("r1.2", "op")?;
     ledger.revoke("r0.1", Propagation::CascadeUnchecked, "op")?;
     ledger.revoke("r0", Propagation::Local, "op")?;
+    let asked = crate::AskedBy::actor("op");
+    for (i, id) in ["r0.1.1", "r1.1", "nobody"]
+        .iter()
+        .cycle()
+        .take(300)
+        .enumerate()
+    {
+        ledger.decide_and_record(id, &format!("make {i}"), false, &asked)?;
+        if i == 200 {
+            ledger.integrate_decisions("op")?;
+        }
+    }
     Ok(())
 }
 
