@@ -182,6 +182,11 @@ arguments! {
     path_or_url: path -> PathBuf;
     tool: text -> String;
     url: optional_text -> Option<String>;
+    record: flag -> bool;
+    asked_by: optional_text -> Option<String>;
+    tool_use_id: optional_text -> Option<String>;
+    verdict: optional_text -> Option<String>;
+    authority: optional_text -> Option<String>;
     file: optional_path -> Option<PathBuf>;
     root: optional_path -> Option<PathBuf>;
 }
@@ -196,6 +201,36 @@ pub(crate) fn whole_limit(value: &Bound<'_, PyAny>) -> PyResult<i64> {
 /// (`tree_level`'s `after` is a session id).
 pub(crate) fn row_after(value: &Bound<'_, PyAny>) -> PyResult<i64> {
     whole(value, "after")
+}
+
+/// `decisions_after`'s `after`: a position of the decision log, a whole number.
+pub(crate) fn position_after(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    whole(value, "after")
+}
+
+/// `decision`'s `record`: a record's own id (`record` elsewhere is the flag that asks for one).
+pub(crate) fn record_id(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    text(value, "record")
+}
+
+/// The decision recorder's `max_batch`, a whole number.
+pub(crate) fn max_batch(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    whole(value, "max_batch")
+}
+
+/// The decision recorder's `window`: a number of seconds (an `int` or a `float`, not a
+/// `bool`). Its range is checked where it is used.
+pub(crate) fn window(value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if value.is_instance_of::<PyBool>() {
+        return Err(wrong_type(
+            "window",
+            "a number of seconds (an int or a float)",
+            value,
+        ));
+    }
+    value
+        .extract()
+        .map_err(|_| wrong_type("window", "a number of seconds (an int or a float)", value))
 }
 
 /// `verify_checkpoint`'s `checkpoint`: the note kept.

@@ -5,7 +5,8 @@
 //! with the Rust error's whole message and its stable `kind` word (`Error::kind`), and the class
 //! follows the Rust error's split: input, conflict, refusal, storage, corruption. A write whose
 //! durability is unknown is a storage error with a class of its own, carrying the `seq` and
-//! `hash` of its newest audit row.
+//! `hash` of its newest audit row; so are decision records whose append may or may not last,
+//! carrying their ids.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -46,6 +47,7 @@ classes! {
     CreationRefused => "CreationRefused",
     StorageError => "StorageError",
     DurabilityUnknown => "DurabilityUnknown",
+    DecisionsUnknown => "DecisionsUnknown",
     CorruptionError => "CorruptionError",
 }
 
@@ -95,6 +97,14 @@ pub(crate) fn to_py(py: Python<'_>, error: Error) -> PyErr {
                     class.clone(),
                     (message, kind.to_owned(), *seq, hash.clone()),
                 ),
+                Err(e) => e,
+            }
+        }
+        Error::Storage(StorageError::DecisionsUnknown { records, .. }) => {
+            match Class::DecisionsUnknown.get(py) {
+                Ok(class) => {
+                    PyErr::from_type(class.clone(), (message, kind.to_owned(), records.clone()))
+                }
                 Err(e) => e,
             }
         }

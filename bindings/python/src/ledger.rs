@@ -23,9 +23,9 @@ use crate::checkpoints;
 use crate::errors::{self, Class};
 use crate::levels::TreeLevel;
 use crate::values::{
-    AuditEntry, AuditHead, Authority, Created, Decision, Ended, EpochStart, Explanation,
-    PatternAdded, PatternReview, Posture, RaiseOutcome, Revocation, Scope, Session, SessionState,
-    TreeNode, Verification,
+    AuditEntry, AuditHead, Authority, Created, Decision, DecisionRecord, Ended, EpochStart,
+    Explanation, Integrated, PatternAdded, PatternReview, Posture, RaiseOutcome, Revocation, Scope,
+    Session, SessionState, TreeNode, Verification,
 };
 
 /// An open ledger: a SQLite file or a PostgreSQL database. Safe to share between threads;
@@ -41,7 +41,7 @@ pub struct PyLedger {
 }
 
 /// A whole number from Python, as a `u32`.
-fn to_u32(py: Python<'_>, name: &str, kind: &str, value: i64) -> PyResult<u32> {
+pub(crate) fn to_u32(py: Python<'_>, name: &str, kind: &str, value: i64) -> PyResult<u32> {
     u32::try_from(value).map_err(|_| {
         errors::invalid(
             py,
@@ -55,7 +55,12 @@ fn to_u32(py: Python<'_>, name: &str, kind: &str, value: i64) -> PyResult<u32> {
 }
 
 /// A number of seconds from Python, as a `Duration`.
-fn to_duration(py: Python<'_>, name: &str, kind: &str, seconds: f64) -> PyResult<Duration> {
+pub(crate) fn to_duration(
+    py: Python<'_>,
+    name: &str,
+    kind: &str,
+    seconds: f64,
+) -> PyResult<Duration> {
     Duration::try_from_secs_f64(seconds).map_err(|_| {
         errors::invalid(
             py,
@@ -112,7 +117,11 @@ fn to_head(py: Python<'_>, name: &str, saved: &Bound<'_, PyAny>) -> PyResult<sl:
 
 /// Who says whether a command is read-only: the caller (`read_only`), the ledger (`classify`),
 /// or nobody. Both at once is refused: the caller's word would silently win or lose.
-fn who_classifies(py: Python<'_>, read_only: bool, classify: bool) -> PyResult<ReadOnly> {
+pub(crate) fn who_classifies(
+    py: Python<'_>,
+    read_only: bool,
+    classify: bool,
+) -> PyResult<ReadOnly> {
     match (read_only, classify) {
         (true, true) => Err(errors::invalid(
             py,
@@ -124,6 +133,51 @@ fn who_classifies(py: Python<'_>, read_only: bool, classify: bool) -> PyResult<R
         (true, false) => Ok(ReadOnly::Yes),
         (false, true) => Ok(ReadOnly::Classify),
         (false, false) => Ok(ReadOnly::No),
+    }
+}
+
+/// Who asked for a decision the caller wants recorded (`record=True`): `asked_by` is then
+/// required, and without `record=True` neither it nor `tool_use_id` may be given, since
+/// nothing would record them. `None` when nothing is to be recorded.
+pub(crate) fn who_asked(
+    py: Python<'_>,
+    record: bool,
+    asked_by: Option<String>,
+    tool_use_id: Option<String>,
+) -> PyResult<Option<(String, Option<String>)>> {
+    match (record, asked_by) {
+        (true, Some(actor)) => Ok(Some((actor, tool_use_id))),
+        (true, None) => Err(errors::invalid(
+            py,
+            "missing_asked_by",
+            "record=True records who asked for the decision: pass asked_by (the name of the \
+             program or operator asking, as an actor: \"claude-code\"); nothing was decided or \
+             recorded"
+                .to_owned(),
+        )),
+        (false, None) if tool_use_id.is_none() => Ok(None),
+        (false, _) => Err(errors::invalid(
+            py,
+            "missing_record",
+            "asked_by and tool_use_id say who asked for a recorded decision: pass record=True \
+             to record it, or leave them out; nothing was decided or recorded"
+                .to_owned(),
+        )),
+    }
+}
+
+/// A tool call from `decide_tool`'s arguments.
+pub(crate) fn tool_call<'a>(
+    tool: &'a str,
+    path: Option<&'a std::path::Path>,
+    url: Option<&'a str>,
+    root: Option<&'a std::path::Path>,
+) -> sl::ToolCall<'a> {
+    sl::ToolCall {
+        tool,
+        path,
+        url,
+        root,
     }
 }
 
@@ -723,7 +777,13 @@ impl PyLedger {
 
     /// May `id` run `command` now? Approve or ask, with what admitted it. `read_only` says the
     /// caller classified the command as read-only; `classify` asks the ledger to classify it.
-    #[pyo3(signature = (id, command, *, read_only=false, classify=false))]
+    /// With `record=True`, the decision is recorded (by `asked_by`) before it is returned, and
+    /// `record` names its record.
+    #[pyo3(signature = (
+        id, command, *, read_only=false, classify=false, record=false, asked_by=None,
+        tool_use_id=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn decide(
         &self,
         py: Python<'_>,
@@ -731,16 +791,35 @@ impl PyLedger {
         #[pyo3(from_py_with = arguments::command)] command: String,
         #[pyo3(from_py_with = arguments::read_only)] read_only: bool,
         #[pyo3(from_py_with = arguments::classify)] classify: bool,
+        #[pyo3(from_py_with = arguments::record)] record: bool,
+        #[pyo3(from_py_with = arguments::asked_by)] asked_by: Option<String>,
+        #[pyo3(from_py_with = arguments::tool_use_id)] tool_use_id: Option<String>,
     ) -> PyResult<Decision> {
         let read_only = who_classifies(py, read_only, classify)?;
-        self.call(py, |l| l.decide(&id, &command, read_only))
-            .map(Decision::from)
+        match who_asked(py, record, asked_by, tool_use_id)? {
+            None => self
+                .call(py, |l| l.decide(&id, &command, read_only))
+                .map(Decision::from),
+            Some((actor, tool_use_id)) => self
+                .call(py, |l| {
+                    let asked = sl::AskedBy {
+                        actor: &actor,
+                        tool_use_id: tool_use_id.as_deref(),
+                    };
+                    l.decide_and_record(&id, &command, read_only, &asked)
+                })
+                .map(Decision::from),
+        }
     }
 
     /// May `id` make a tool call other than a shell command now (`Read`, `Edit`, `WebFetch`,
     /// an MCP tool)? By its posture, its tool rules (`Read(src/**)`, `WebFetch(domain:HOST)`,
-    /// `mcp__SERVER__TOOL`) and its live scopes; `path` is resolved against `root`.
-    #[pyo3(signature = (id, tool, *, path=None, url=None, root=None))]
+    /// `mcp__SERVER__TOOL`) and its live scopes; `path` is resolved against `root`. Recorded
+    /// as `decide` records.
+    #[pyo3(signature = (
+        id, tool, *, path=None, url=None, root=None, record=false, asked_by=None, tool_use_id=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn decide_tool(
         &self,
         py: Python<'_>,
@@ -749,17 +828,106 @@ impl PyLedger {
         #[pyo3(from_py_with = arguments::file)] path: Option<PathBuf>,
         #[pyo3(from_py_with = arguments::url)] url: Option<String>,
         #[pyo3(from_py_with = arguments::root)] root: Option<PathBuf>,
+        #[pyo3(from_py_with = arguments::record)] record: bool,
+        #[pyo3(from_py_with = arguments::asked_by)] asked_by: Option<String>,
+        #[pyo3(from_py_with = arguments::tool_use_id)] tool_use_id: Option<String>,
     ) -> PyResult<Decision> {
+        let asked = who_asked(py, record, asked_by, tool_use_id)?;
         self.call(py, |l| {
-            let call = sl::ToolCall {
-                tool: &tool,
-                path: path.as_deref(),
-                url: url.as_deref(),
-                root: root.as_deref(),
-            };
-            l.decide_tool(&id, &call)
+            let call = tool_call(&tool, path.as_deref(), url.as_deref(), root.as_deref());
+            match &asked {
+                None => l.decide_tool(&id, &call).map(Decision::from),
+                Some((actor, tool_use_id)) => {
+                    let asked = sl::AskedBy {
+                        actor,
+                        tool_use_id: tool_use_id.as_deref(),
+                    };
+                    l.decide_tool_and_record(&id, &call, &asked)
+                        .map(Decision::from)
+                }
+            }
         })
-        .map(Decision::from)
+    }
+
+    /// The recorded decisions the keywords name, newest first: about `session` (or any session
+    /// in `subtree`), with `verdict`, decided by `authority`, at or after `since` and before
+    /// `until`, appended before the record whose `id` is `before`, at most `limit` (100 by
+    /// default).
+    #[pyo3(signature = (
+        *, session=None, subtree=None, verdict=None, authority=None, since=None, until=None,
+        before=None, limit=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn decisions(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::session)] session: Option<String>,
+        #[pyo3(from_py_with = arguments::subtree)] subtree: Option<String>,
+        #[pyo3(from_py_with = arguments::verdict)] verdict: Option<String>,
+        #[pyo3(from_py_with = arguments::authority)] authority: Option<String>,
+        #[pyo3(from_py_with = arguments::since)] since: Option<DateTime<Utc>>,
+        #[pyo3(from_py_with = arguments::until)] until: Option<DateTime<Utc>>,
+        #[pyo3(from_py_with = arguments::before)] before: Option<i64>,
+        #[pyo3(from_py_with = arguments::limit)] limit: Option<i64>,
+    ) -> PyResult<Vec<DecisionRecord>> {
+        let limit = limit
+            .map(|n| to_u32(py, "limit", "invalid_limit", n))
+            .transpose()?;
+        let query = sl::DecisionQuery {
+            session,
+            subtree,
+            verdict,
+            authority,
+            since,
+            until,
+            before,
+            limit,
+        };
+        self.call(py, |l| l.decisions(&query))
+            .map(|v| v.into_iter().map(DecisionRecord::from).collect())
+    }
+
+    /// The recorded decision whose own id is `record`, or `None`.
+    fn decision(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::record_id)] record: String,
+    ) -> PyResult<Option<DecisionRecord>> {
+        self.call(py, |l| l.decision(&record))
+            .map(|r| r.map(DecisionRecord::from))
+    }
+
+    /// The integrated records after position `after` of the decision log, oldest first, at
+    /// most `limit`: a feed that resumes from the last `seq` kept.
+    #[pyo3(signature = (after, *, limit=1000))]
+    fn decisions_after(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::position_after)] after: i64,
+        #[pyo3(from_py_with = arguments::whole_limit)] limit: i64,
+    ) -> PyResult<Vec<DecisionRecord>> {
+        let after = u64::try_from(after).map_err(|_| {
+            errors::invalid(
+                py,
+                "invalid_position",
+                format!("after is a position of the decision log, 0 or more, not {after}"),
+            )
+        })?;
+        let limit = to_u32(py, "limit", "invalid_limit", limit)?;
+        self.call(py, |l| l.decisions_after(after, limit))
+            .map(|v| v.into_iter().map(DecisionRecord::from).collect())
+    }
+
+    /// Integrates the queued decision records into the decision log, in batches, each with
+    /// its `decisions.integrate` audit row by `actor`.
+    #[pyo3(signature = (*, actor))]
+    fn integrate_decisions(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+    ) -> PyResult<Integrated> {
+        self.call(py, |l| l.integrate_decisions(&actor))
+            .map(Integrated::from)
     }
 
     /// Why `id` holds what it holds, in one snapshot.

@@ -16,6 +16,7 @@ mod commands;
 mod errors;
 mod ledger;
 mod levels;
+mod recorder;
 mod repr;
 mod values;
 
@@ -66,6 +67,9 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::EpochStart>()?;
     m.add_class::<values::Scope>()?;
     m.add_class::<values::Decision>()?;
+    m.add_class::<values::DecisionRecord>()?;
+    m.add_class::<values::Integrated>()?;
+    m.add_class::<recorder::PyRecorder>()?;
     m.add_class::<values::PatternAdded>()?;
     m.add_class::<values::PatternReview>()?;
     m.add_class::<commands::Classification>()?;

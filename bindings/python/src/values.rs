@@ -445,7 +445,8 @@ impl From<sl::Scope> for Scope {
 
 /// The answer of `decide`: approve or ask, what admitted the command, for a posture the chain
 /// of sessions from the operator's grant down to this one, the ledger's classification when it
-/// classified the command, and the word a pattern's wildcard was kept from.
+/// classified the command, the word a pattern's wildcard was kept from, and, for a decision
+/// the caller asked to record, its record's own id (`None` otherwise).
 #[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Decision {
@@ -460,6 +461,7 @@ pub struct Decision {
     kept_word: Option<String>,
     kept_pattern: Option<String>,
     kept_why: Option<String>,
+    record: Option<String>,
 }
 field_repr!(
     Decision,
@@ -475,8 +477,19 @@ field_repr!(
         "kept_word",
         "kept_pattern",
         "kept_why",
+        "record",
     ]
 );
+
+impl From<sl::Recorded> for Decision {
+    /// A recorded decision: the decision, with its record's own id.
+    fn from(r: sl::Recorded) -> Decision {
+        Decision {
+            record: Some(r.record),
+            ..Decision::from(r.decision)
+        }
+    }
+}
 
 impl From<sl::Decision> for Decision {
     fn from(d: sl::Decision) -> Decision {
@@ -532,6 +545,7 @@ impl From<sl::Decision> for Decision {
             kept_word: kept.as_ref().map(|k| k.word.clone()),
             kept_pattern: kept.as_ref().map(|k| k.pattern.clone()),
             kept_why: kept.map(|k| k.why),
+            record: None,
         }
     }
 }
@@ -759,8 +773,8 @@ impl From<sl::Verification> for Verification {
 }
 
 /// Why a session holds what it holds: its record, its label and posture, the audit row of the
-/// operator's grant its posture traces back to, its grants, every audit row about it, and
-/// everything that approves for it now.
+/// operator's grant its posture traces back to, its grants, every audit row about it,
+/// everything that approves for it now, and its latest recorded decisions.
 #[pyclass(module = "session_ledger", frozen, eq, get_all)]
 #[derive(Clone, PartialEq)]
 pub struct Explanation {
@@ -772,6 +786,7 @@ pub struct Explanation {
     live_scopes: Vec<Scope>,
     audit: Vec<AuditEntry>,
     authority: Authority,
+    decisions: Vec<DecisionRecord>,
 }
 field_repr!(
     Explanation,
@@ -784,6 +799,7 @@ field_repr!(
         "live_scopes",
         "audit",
         "authority",
+        "decisions",
     ]
 );
 
@@ -798,6 +814,7 @@ impl From<sl::Explanation> for Explanation {
             live_scopes: e.live_scopes.into_iter().map(Scope::from).collect(),
             audit: e.audit.into_iter().map(AuditEntry::from).collect(),
             authority: e.authority.into(),
+            decisions: e.decisions.into_iter().map(DecisionRecord::from).collect(),
         }
     }
 }
@@ -983,6 +1000,120 @@ impl From<sl::Authority> for Authority {
             scopes: a.scopes.into_iter().map(Scope::from).collect(),
             patterns: a.patterns.into_iter().map(CommandPattern::from).collect(),
             withheld: a.withheld.into_iter().map(Withheld::from).collect(),
+        }
+    }
+}
+
+/// A recorded decision (rules D1, D2), as `Ledger.decisions` lists it: what was asked, the
+/// verdict and the authority that decided, the whole reason, who asked, and its place in the
+/// decision log once integrated.
+#[pyclass(module = "session_ledger", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct DecisionRecord {
+    #[pyo3(get)]
+    record: String,
+    #[pyo3(get)]
+    at: DateTime<Utc>,
+    #[pyo3(get)]
+    session: String,
+    #[pyo3(get)]
+    tree: String,
+    #[pyo3(get)]
+    tool: Option<String>,
+    #[pyo3(get)]
+    input: String,
+    #[pyo3(get)]
+    input_bytes: u64,
+    #[pyo3(get)]
+    input_sha256: Option<String>,
+    #[pyo3(get)]
+    verdict: String,
+    #[pyo3(get)]
+    authority: String,
+    reason: serde_json::Value,
+    #[pyo3(get)]
+    asked_by: String,
+    #[pyo3(get)]
+    tool_use_id: Option<String>,
+    #[pyo3(get)]
+    seq: Option<u64>,
+    #[pyo3(get)]
+    batch: Option<i64>,
+    #[pyo3(get)]
+    id: i64,
+}
+#[pymethods]
+impl DecisionRecord {
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let fields = [
+            "record",
+            "at",
+            "session",
+            "tree",
+            "tool",
+            "input",
+            "input_bytes",
+            "input_sha256",
+            "verdict",
+            "authority",
+            "reason",
+            "asked_by",
+            "tool_use_id",
+            "seq",
+            "batch",
+            "id",
+        ];
+        repr_fields(slf.as_any(), "DecisionRecord", &fields)
+    }
+
+    /// The reason, as the ledger recorded it, as a new `dict` on each access.
+    #[getter]
+    fn reason<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json_to_py(py, &self.reason)
+    }
+}
+
+impl From<sl::DecisionRecord> for DecisionRecord {
+    fn from(r: sl::DecisionRecord) -> DecisionRecord {
+        DecisionRecord {
+            record: r.record,
+            at: r.at,
+            session: r.session,
+            tree: r.tree,
+            tool: r.tool,
+            input: r.input,
+            input_bytes: r.input_bytes,
+            input_sha256: r.input_sha256,
+            verdict: r.verdict,
+            authority: r.authority,
+            reason: r.reason,
+            asked_by: r.asked_by,
+            tool_use_id: r.tool_use_id,
+            seq: r.seq,
+            batch: r.batch,
+            id: r.id,
+        }
+    }
+}
+
+/// What `Ledger.integrate_decisions` did.
+#[pyclass(module = "session_ledger", frozen, eq, hash, get_all)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Integrated {
+    records: u64,
+    batches: u64,
+    log_size: u64,
+    queued: u64,
+}
+field_repr!(Integrated, ["records", "batches", "log_size", "queued"]);
+
+impl From<sl::Integrated> for Integrated {
+    fn from(i: sl::Integrated) -> Integrated {
+        Integrated {
+            records: i.records,
+            batches: i.batches,
+            log_size: i.log_size,
+            queued: i.queued,
         }
     }
 }

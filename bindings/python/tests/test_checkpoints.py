@@ -50,6 +50,7 @@ def test_a_checkpoint_signed_by_the_backend_verifies_with_the_verifier_key_alone
         "tree",
         "consistency",
         "chain",
+        "decisions",
     ]
     quick = ledger.verify_checkpoint(signed["note"], verifier, fast=True)
     assert quick["ok"] and quick["not_checked"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+from typing import Any, Callable, List
 
 import pytest
 
@@ -102,7 +103,8 @@ def test_decide_with_classify_asks_for_sed_in_place_and_names_the_i(ledger: Ledg
 
 def test_read_only_and_classify_together_are_refused_as_invalid_input(ledger: Ledger) -> None:
     reader(ledger)
-    for call in [ledger.decide, ledger.decision_detail]:
+    calls: List[Callable[..., Any]] = [ledger.decide, ledger.decision_detail]
+    for call in calls:
         with pytest.raises(InvalidInput) as both:
             call("reader", "git log", read_only=True, classify=True)
         assert both.value.kind == "invalid_classify"

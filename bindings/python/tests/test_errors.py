@@ -13,6 +13,8 @@ from session_ledger import (
     Conflict,
     CorruptionError,
     CreationRefused,
+    DecisionsUnknown,
+    DurabilityUnknown,
     InvalidInput,
     Ledger,
     LedgerError,
@@ -30,6 +32,7 @@ def test_the_exceptions_follow_the_rust_error_split() -> None:
     assert issubclass(InvalidInput, ValueError)
     assert issubclass(UnknownSession, Conflict) and issubclass(UnknownSession, KeyError)
     assert issubclass(StalePreview, Conflict)
+    assert issubclass(DurabilityUnknown, StorageError) and issubclass(DecisionsUnknown, StorageError)
     assert issubclass(LedgerError, Exception)
     assert UnknownSession.__module__ == "session_ledger"
 
@@ -226,5 +229,8 @@ def test_an_exception_pickles_with_its_message_kind_and_reason() -> None:
         "child_limit",
         "child_limit",
     )
+    records = ["0" * 32, "1" * 32]
+    lost = pickle.loads(pickle.dumps(DecisionsUnknown("decision records ... unknown", "decisions_unknown", records)))
+    assert (type(lost), lost.kind, lost.records) == (DecisionsUnknown, "decisions_unknown", records)
     unknown = pickle.loads(pickle.dumps(UnknownSession('no session "x" in the ledger', "unknown_session")))
     assert (str(unknown), unknown.kind) == ('no session "x" in the ledger', "unknown_session")

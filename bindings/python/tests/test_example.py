@@ -1,6 +1,6 @@
 """The examples run, on each engine: examples/python/dashboard_hooks.py shows each touch point,
-and docs/python.md's worked example, and its example of what a command does, print exactly the
-lines the guide shows under them."""
+and docs/python.md's worked example, its example of what a command does, and its example of
+recording decisions, print exactly the lines the guide shows under them."""
 
 from __future__ import annotations
 
@@ -79,3 +79,7 @@ def test_the_guide_s_worked_example_prints_exactly_what_the_guide_shows(place: P
 
 def test_the_guide_s_command_example_prints_exactly_what_the_guide_shows(place: Place) -> None:
     run_guide_example(place, "What a command does")
+
+
+def test_the_guide_s_recording_example_prints_exactly_what_the_guide_shows(place: Place) -> None:
+    run_guide_example(place, "Recording decisions")

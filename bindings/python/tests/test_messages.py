@@ -75,7 +75,9 @@ def _results(ledger: Ledger) -> List[Any]:
     raised = ledger.raise_label("worker", taint="secret", actor=ACTOR)
     scope = ledger.grant_scope("worker", "deploy", ttl_seconds=60, actor=ACTOR)
     ledger.add_pattern("worker", "npm test", actor=ACTOR)
-    decision = ledger.decide("worker", "npm test")
+    decision = ledger.decide("worker", "npm test", record=True, asked_by=ACTOR)
+    integrated = ledger.integrate_decisions(actor=ACTOR)
+    [record] = ledger.decisions()
     explanation = ledger.explain("worker")
     preview = ledger.revoke("conductor", "preview", actor=ACTOR)
     epoch = ledger.start_epoch(actor=ACTOR)
@@ -115,6 +117,8 @@ def _results(ledger: Ledger) -> List[Any]:
         epoch,
         scope,
         decision,
+        integrated,
+        record,
         ledger.tree("conductor")[0],
         ledger.audit(limit=1)[0],
         head,
@@ -133,7 +137,7 @@ def test_every_repr_names_every_field_of_its_object(ledger: Ledger) -> None:
         and getattr(getattr(session_ledger, name), "__module__", "") == "session_ledger"
         and not issubclass(getattr(session_ledger, name), BaseException)
     }
-    assert exported - {"Ledger", "CreationRate"} <= classes, exported - classes
+    assert exported - {"Ledger", "CreationRate", "DecisionRecorder"} <= classes, exported - classes
     for result in results:
         text = repr(result)
         fields = [

@@ -32,7 +32,7 @@ def test_results_compare_by_value_hash_by_value_and_print_every_field(ledger: Le
     assert repr(decision) == (
         "Decision(id='conductor', approved=True, admitted_by='trust', chain=['conductor'], "
         "reason='trust', pattern=None, scope=None, classification=None, kept_word=None, "
-        "kept_pattern=None, kept_why=None)"
+        "kept_pattern=None, kept_why=None, record=None)"
     )
     assert decision == ledger.decide("conductor", "make deploy")
     entry = ledger.audit(limit=1)[0]

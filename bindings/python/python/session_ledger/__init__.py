@@ -26,6 +26,7 @@ from ._errors import (
     Conflict,
     CorruptionError,
     CreationRefused,
+    DecisionsUnknown,
     DurabilityUnknown,
     InvalidInput,
     LedgerError,
@@ -68,6 +69,9 @@ from ._session_ledger import Affected, Authority, CommandPattern, Ended, Standin
 # What a command does: the classifier, and what adding or reviewing a pattern says.
 from ._session_ledger import Classification, ClassifiedPart, PatternAdded, PatternReview, classify
 
+# Decision records: a decision recorded as it is made, or in batches by a recorder.
+from ._session_ledger import DecisionRecord, DecisionRecorder, Integrated
+
 # The words that cross the boundary, for annotating code that passes them on.
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
@@ -86,6 +90,17 @@ Effect = Literal[
     "environment",
     "unknown",
     "construct",
+]
+Verdict = Literal["approve", "ask", "deny"]
+DecisionAuthority = Literal[
+    "trust",
+    "trust_reads",
+    "pattern",
+    "tool_rule",
+    "scope",
+    "nothing",
+    "session_ended",
+    "unknown_session",
 ]
 Reason = Literal[
     "trust",
@@ -154,6 +169,7 @@ __all__ = [
     "CorruptionError",
 ]
 __all__ += ["LevelNode", "TreeLevel"]
+__all__ += ["DecisionRecord", "DecisionRecorder", "Integrated", "DecisionsUnknown", "Verdict", "DecisionAuthority"]
 __all__ += [
     "Affected",
     "Authority",

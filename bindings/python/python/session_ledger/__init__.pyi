@@ -27,6 +27,7 @@ from ._errors import (
     Conflict as Conflict,
     CorruptionError as CorruptionError,
     CreationRefused as CreationRefused,
+    DecisionsUnknown as DecisionsUnknown,
     DurabilityUnknown as DurabilityUnknown,
     InvalidInput as InvalidInput,
     LedgerError as LedgerError,
@@ -55,6 +56,8 @@ __all__ = [
     "GrantKind",
     "WithheldKind",
     "Effect",
+    "Verdict",
+    "DecisionAuthority",
     "AuditEntry",
     "AuditHead",
     "Affected",
@@ -64,6 +67,9 @@ __all__ = [
     "CommandPattern",
     "Created",
     "Decision",
+    "DecisionRecord",
+    "DecisionRecorder",
+    "Integrated",
     "Ended",
     "EpochStart",
     "Explanation",
@@ -90,6 +96,7 @@ __all__ = [
     "CreationRefused",
     "StorageError",
     "DurabilityUnknown",
+    "DecisionsUnknown",
     "CorruptionError",
 ]
 
@@ -145,6 +152,20 @@ Effect = Literal[
 (``NAME=value``), is ``"unknown"`` to the classifier (an allowlist: a program, subcommand or
 option it has no rule for), or is a ``"construct"`` of the line that is never read-only (a
 redirection, a substitution, an expansion)."""
+Verdict = Literal["approve", "ask", "deny"]
+"""A recorded decision's verdict (``DecisionRecord.verdict``)."""
+DecisionAuthority = Literal[
+    "trust",
+    "trust_reads",
+    "pattern",
+    "tool_rule",
+    "scope",
+    "nothing",
+    "session_ended",
+    "unknown_session",
+]
+"""What decided a recorded decision (``DecisionRecord.authority``): what approved it, or why
+nothing did."""
 Reason = Literal[
     "trust",
     "trust_reads",
@@ -732,8 +753,172 @@ class Decision:
     @property
     def kept_why(self) -> Optional[str]:
         """What ``kept_word`` does, in words."""
+    @property
+    def record(self) -> Optional[str]:
+        """For a decision the caller asked to record (``decide(..., record=True)``, or a
+        ``DecisionRecorder``'s), its record's own id: 32 lower-case hex digits, the first 12 its
+        time in milliseconds (``Ledger.decision(record)`` reads it back). ``None`` for a
+        decision that was not recorded."""
     def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
+
+@final
+class DecisionRecord:
+    """A recorded decision, as ``Ledger.decisions`` lists it. A record is never changed or
+    removed; once integrated it has a position in the decision log (``seq``), covered by the
+    signed checkpoints from its batch's audit row (``batch``) on."""
+
+    @property
+    def record(self) -> str:
+        """Its own id: 32 lower-case hex digits, the first 12 its time in milliseconds."""
+    @property
+    def at(self) -> datetime:
+        """When the decision was made (aware, UTC, whole milliseconds)."""
+    @property
+    def session(self) -> str:
+        """The session asked about."""
+    @property
+    def tree(self) -> str:
+        """The root of its tree when the decision was made."""
+    @property
+    def tool(self) -> Optional[str]:
+        """The tool asked about (``decide_tool``); ``None`` for a command line."""
+    @property
+    def input(self) -> str:
+        """The command line, or the tool call's path or URL, cut at 4096 bytes (on a character
+        boundary). It is the agent's text, untrusted: show it escaped."""
+    @property
+    def input_bytes(self) -> int:
+        """The whole input's length in bytes."""
+    @property
+    def input_sha256(self) -> Optional[str]:
+        """The whole input's SHA-256, hex, when it was cut; ``None`` otherwise."""
+    @property
+    def verdict(self) -> Verdict:
+        """``"approve"``, ``"ask"`` or ``"deny"``."""
+    @property
+    def authority(self) -> DecisionAuthority:
+        """What decided: what approved (``"trust"``, ``"trust_reads"``, ``"pattern"``,
+        ``"tool_rule"``, ``"scope"``), or why nothing did (``"nothing"``,
+        ``"session_ended"``, ``"unknown_session"``): the reason's ``kind``."""
+    @property
+    def reason(self) -> dict[str, Any]:
+        """The whole reason, as a new ``dict`` on each access, in ``decision_detail``'s form:
+        its ``kind``, and for a posture the ``posture`` with its ``chain`` back to the grant;
+        for a pattern each part with the pattern that admitted it; ..."""
+    @property
+    def asked_by(self) -> str:
+        """Who asked (an actor: ``"claude-code"``, an operator)."""
+    @property
+    def tool_use_id(self) -> Optional[str]:
+        """The agent's id for the tool call, when it gave one."""
+    @property
+    def seq(self) -> Optional[int]:
+        """Its position in the decision log (1, 2, 3, ... without gaps); ``None`` while it is
+        queued, until ``integrate_decisions`` (or a checkpoint) gives it one."""
+    @property
+    def batch(self) -> Optional[int]:
+        """The ``seq`` of its batch's ``decisions.integrate`` audit row; ``None`` while queued."""
+    @property
+    def id(self) -> int:
+        """The order it was appended in on this ledger: pass the last of a page as
+        ``decisions(before=...)`` for the next page."""
+    def __eq__(self, value: object, /) -> bool: ...
+
+@final
+class Integrated:
+    """What ``Ledger.integrate_decisions`` did."""
+
+    @property
+    def records(self) -> int:
+        """How many records it gave positions."""
+    @property
+    def batches(self) -> int:
+        """How many batches (``decisions.integrate`` audit rows) that took: one per 10,000
+        records at most."""
+    @property
+    def log_size(self) -> int:
+        """The decision log's size after it: the position of its newest record."""
+    @property
+    def queued(self) -> int:
+        """How many records were still queued when it stopped (appended meanwhile)."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class DecisionRecorder:
+    """Decides, and records in batches: for a process that decides often and can state a loss
+    window (rule D1 lets a batched mode trade the record-before-the-answer promise for speed).
+
+    Each ``decide`` answers at once, with the decision's ``record`` set, and holds the record in
+    memory; the recorder's own thread appends what it holds as one transaction when the oldest
+    has waited ``window`` seconds, or as soon as ``max_batch`` wait. A crash of the process
+    (kill -9, power) loses at most the records of the last ``window`` and the batch in flight:
+    always the newest, never one from between two that were kept. While an append fails, the
+    records stay held and are tried again, and every call raises ``DecisionsUnknown``.
+
+    ``close()``, or leaving a ``with`` block, appends what it holds and stops; if that append
+    fails it raises ``DecisionsUnknown`` and stays open, holding the records. Decisions are
+    refused once the ``Ledger`` is closed: close the recorder first.
+    """
+
+    def __new__(cls, ledger: Ledger, *, window: float = 0.05, max_batch: int = 2000) -> "DecisionRecorder":
+        """A recorder deciding on ``ledger``. ``window``: the longest a record waits in memory,
+        in seconds, more than 0 and at most 10; ``max_batch``: at least 1.
+
+        Raises ``InvalidInput`` (kind ``"invalid_config"``) for either out of range;
+        ``StorageError`` (kind ``"read_only"``) for a read-only ledger."""
+    def decide(
+        self,
+        id: str,
+        command: str,
+        *,
+        asked_by: str,
+        read_only: bool = False,
+        classify: bool = False,
+        tool_use_id: Optional[str] = None,
+    ) -> Decision:
+        """``Ledger.decide``, with its record held for the next batch (``record`` names it).
+        Raises as ``Ledger.decide(..., record=True)``, and ``DecisionsUnknown`` while the last
+        append failed (no decision is made then)."""
+    def decide_tool(
+        self,
+        id: str,
+        tool: str,
+        *,
+        asked_by: str,
+        path: Optional[Union[str, "os.PathLike[str]"]] = None,
+        url: Optional[str] = None,
+        root: Optional[Union[str, "os.PathLike[str]"]] = None,
+        tool_use_id: Optional[str] = None,
+    ) -> Decision:
+        """``Ledger.decide_tool``, with its record held for the next batch."""
+    def flush(self) -> int:
+        """Appends everything held now and waits for it; returns how many records the recorder
+        has appended since it started. Raises ``DecisionsUnknown`` when the append failed (the
+        records stay held, and are tried again)."""
+    def held(self) -> int:
+        """How many records wait in memory now (0 once closed)."""
+    def close(self) -> None:
+        """Appends what it holds and stops its thread. Raises ``DecisionsUnknown`` when that
+        append fails, and stays open. Later calls raise ``LedgerError`` with kind ``"closed"``;
+        closing twice does nothing."""
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` succeeded."""
+    @property
+    def window(self) -> float:
+        """The longest a record waits in memory, in seconds."""
+    @property
+    def max_batch(self) -> int:
+        """How many held records make a batch that is appended at once."""
+    def __enter__(self) -> "DecisionRecorder": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
 
 @final
 class TreeNode:
@@ -880,6 +1065,9 @@ class Explanation:
     @property
     def authority(self) -> Authority:
         """Everything that approves for it now, and what withholds any of it."""
+    @property
+    def decisions(self) -> list[DecisionRecord]:
+        """Its latest recorded decisions (at most 10), newest first."""
     def __eq__(self, value: object, /) -> bool: ...
 
 @final
@@ -1178,17 +1366,30 @@ class Ledger:
         path: Optional[Union[str, "os.PathLike[str]"]] = None,
         url: Optional[str] = None,
         root: Optional[Union[str, "os.PathLike[str]"]] = None,
+        record: bool = False,
+        asked_by: Optional[str] = None,
+        tool_use_id: Optional[str] = None,
     ) -> Decision:
         """May ``id`` make a tool call other than a shell command now (``"Read"``, ``"Edit"``,
         ``"WebFetch"``, ``"mcp__SERVER__TOOL"``)? ``trust`` approves; ``trust_reads`` approves a
         tool that only reads; a tool rule of the session (``Read(src/**)``, ``Edit(docs/*.md)``,
         ``WebFetch(domain:HOST)``, ``mcp__SERVER__TOOL``, added with ``add_pattern``) that admits
         the call approves; a live scope approves; otherwise ask. ``path`` is resolved (``..``,
-        symbolic links) against ``root`` and never matches outside it.
+        symbolic links) against ``root`` and never matches outside it. ``record=True`` records
+        the decision as ``decide`` does: the tool's name, and its path or URL as the input.
 
-        Raises ``InvalidInput`` for a malformed id or an empty tool name."""
+        Raises ``InvalidInput`` for a malformed id or an empty tool name, and as ``decide`` for
+        ``record``, ``asked_by`` and ``tool_use_id``."""
     def decide(
-        self, id: str, command: str, *, read_only: bool = False, classify: bool = False
+        self,
+        id: str,
+        command: str,
+        *,
+        read_only: bool = False,
+        classify: bool = False,
+        record: bool = False,
+        asked_by: Optional[str] = None,
+        tool_use_id: Optional[str] = None,
     ) -> Decision:
         """May ``id`` run ``command`` now? The call made on every tool approval. An ended or
         unknown session asks; ``trust`` approves; ``trust_reads`` approves a command that is
@@ -1198,8 +1399,54 @@ class Ledger:
         live scope approves; otherwise ask. Reads only (a spawned id seen for the first time is
         recorded first).
 
-        Raises ``InvalidInput`` for a malformed id or an empty command, and (kind
-        ``"invalid_classify"``) for ``read_only=True`` with ``classify=True``."""
+        With ``record=True`` the decision is recorded before it is returned (rule D1): the
+        command line (cut at 4096 bytes, with its SHA-256 when cut), the verdict, the whole
+        reason, ``asked_by`` (required: the asking program's or operator's name, an actor) and
+        ``tool_use_id`` (the agent's id for the call, if any), and the answer's ``record`` names
+        the record. The record is appended without the ledger's write lock (rule D2) and waits
+        in a queue until ``integrate_decisions`` gives it a position. Without ``record=True``
+        nothing is written and ``record`` is ``None``.
+
+        Raises ``InvalidInput`` for a malformed id or an empty command, (kind
+        ``"invalid_classify"``) for ``read_only=True`` with ``classify=True``, (kind
+        ``"missing_asked_by"``) for ``record=True`` without ``asked_by``, (kind
+        ``"missing_record"``) for ``asked_by`` or ``tool_use_id`` without ``record=True``, and
+        for a malformed ``asked_by`` or ``tool_use_id``: in each case nothing is recorded.
+        With ``record=True``, ``StorageError`` (kind ``"read_only"``) on a read-only ledger and
+        ``DecisionsUnknown`` when the record's commit may or may not last: the decision is
+        never returned without its record."""
+    def decisions(
+        self,
+        *,
+        session: Optional[str] = None,
+        subtree: Optional[str] = None,
+        verdict: Optional[Verdict] = None,
+        authority: Optional[DecisionAuthority] = None,
+        since: Optional[datetime] = None,
+        until: Optional[datetime] = None,
+        before: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> list[DecisionRecord]:
+        """Recorded decisions, newest first, queued and integrated alike: only about
+        ``session`` (or any session in ``subtree``), only with ``verdict``, only decided by
+        ``authority``, only at or after ``since`` and before ``until`` (aware datetimes), only
+        appended before the record whose ``id`` is ``before`` (the next page: the ``id`` of the
+        last record of this one), and only the newest ``limit`` (1 to 10,000; 100 by default).
+
+        Raises ``InvalidInput`` for a malformed id, an unknown verdict or authority, or a
+        limit out of range."""
+    def decision(self, record: str) -> Optional[DecisionRecord]:
+        """The recorded decision whose own id is ``record`` (``Decision.record``), or ``None``.
+        Raises ``InvalidInput`` for an id that is not 32 lower-case hex digits."""
+    def decisions_after(self, after: int, *, limit: int = 1000) -> list[DecisionRecord]:
+        """At most ``limit`` (1 to 10,000) integrated records after position ``after`` of the
+        decision log, oldest first: a feed that resumes exactly from the last ``seq`` kept.
+        Positions have no gaps and never change; a record is in the feed once integrated."""
+    def integrate_decisions(self, *, actor: str) -> Integrated:
+        """Gives the queued decision records positions in the decision log, in batches of at
+        most 10,000, each one write transaction with one ``decisions.integrate`` audit row by
+        ``actor`` holding the batch's first position, count and Merkle root: a checkpoint signed
+        after it covers every record of the batch. ``checkpoint`` runs it first."""
     def explain(self, id: str) -> Explanation:
         """Why ``id`` holds what it holds: label, posture and the grant it traces back to,
         grants, its audit rows, and its ``authority``, in one snapshot. Raises
@@ -1262,7 +1509,9 @@ class Ledger:
     def checkpoint(self, key: str, *, actor: str, origin: Optional[str] = None) -> Dict[str, Any]:
         """Signs a checkpoint of the whole trail with ``key`` (a signing key's text), records it
         with its ``checkpoint.sign`` audit row, and returns ``{"origin", "size", "root",
-        "note"}``: ``note`` is the signed text an auditor keeps. The key is never stored."""
+        "note"}``: ``note`` is the signed text an auditor keeps. The key is never stored. It
+        integrates the queued decision records first (``integrate_decisions``), so that it
+        covers every record committed before it."""
     def integrate_tree(self) -> int:
         """Brings the stored audit tree up to the trail's head; returns its size."""
     def checkpoints(self, *, after: int = 0, limit: int = 1000) -> List[Dict[str, Any]]:

@@ -13,6 +13,7 @@ They follow the Rust library's ``Error``, by what the caller can do about a fail
 - ``StorageError``: the database cannot serve the request. Its subclass ``DurabilityUnknown``
   is a write that reached its commit without the ledger being able to vouch for it: it may or
   may not last, and must not be run again before looking (``seq`` and ``hash`` name it).
+  ``DecisionsUnknown`` is the same for decision records (``records`` names them).
 - ``CorruptionError``: the data breaks one of the ledger's invariants.
 
 Every one carries the Rust error's message (``str(e)``, ``e.message``) and its stable
@@ -22,7 +23,7 @@ the class or on ``kind``, never on the message.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 __all__ = [
     "LedgerError",
@@ -33,6 +34,7 @@ __all__ = [
     "CreationRefused",
     "StorageError",
     "DurabilityUnknown",
+    "DecisionsUnknown",
     "CorruptionError",
 ]
 
@@ -112,7 +114,8 @@ class StorageError(LedgerError):
     also ``"standby"`` (the server reached takes no writes), ``"unavailable"`` (no server took
     the operation within the failover wait; nothing was written), ``"not_committed"`` (the
     connection was lost during a write's commit, and the ledger found the write not done:
-    running it again is safe), and ``"durability_unknown"``, raised as ``DurabilityUnknown``.
+    running it again is safe), and ``"durability_unknown"``, raised as ``DurabilityUnknown``;
+    and ``"decisions_unknown"``, raised as ``DecisionsUnknown``.
     """
 
 
@@ -141,6 +144,28 @@ class DurabilityUnknown(StorageError):
         return (type(self), (self.message, self.kind, self.seq, self.hash))
 
 
+class DecisionsUnknown(StorageError):
+    """Decision records whose append may or may not last: ``records`` are their own ids.
+
+    On PostgreSQL the connection was lost while a record was appended, and no server could
+    confirm it; from a ``DecisionRecorder``, the last append of its batch failed, and the
+    records it holds (kept in memory and tried again) are not in the ledger yet. Look each one
+    up with ``Ledger.decision(record)`` before treating it as recorded or as lost; the decision
+    it records was not returned.
+    """
+
+    records: list[str]
+
+    def __init__(
+        self, message: str, kind: str = "decisions_unknown", records: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message, kind)
+        self.records = list(records)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.kind, self.records))
+
+
 class CorruptionError(LedgerError):
     """The data breaks one of the ledger's invariants; the file needs inspection.
 
@@ -158,6 +183,7 @@ for _class in (
     CreationRefused,
     StorageError,
     DurabilityUnknown,
+    DecisionsUnknown,
     CorruptionError,
 ):
     _class.__module__ = "session_ledger"
