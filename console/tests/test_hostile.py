@@ -14,6 +14,7 @@ console serving a real ledger, on each engine, and in Chromium where a browser m
 | malformed parameters; a failing route                   | 400; 500 with the headers    |
 | console sessions that never expire, unbounded           | idle/lifetime/bound/sign out |
 | invisible characters (U+3164 and its kind)              | shown as escapes             |
+| markup and invisible characters in a recorded command   | shown as text and escapes    |
 | a stored pattern with a line break                      | removable                    |
 | the sign-in link redirecting to //evil.example          | stays on the console         |
 | a weak preset token                                     | refused at start             |
@@ -32,7 +33,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
 from conftest import OPERATOR, TOKEN, Console, Place, serve, stop
 from session_ledger_console import Policy
@@ -391,6 +392,9 @@ def test_each_malformed_parameter_answers_400_with_the_pages_usual_headers(conso
         "/tree/body?open=conductor",
         "/?roots=%C2%B2",
         "/tree/level?parent=conductor&shown=" + "9" * 5000,
+        "/session/conductor/decisions?before=-1",
+        "/session/conductor/decisions?before=99999999999999999999999",
+        "/session/conductor/decisions?before=%C2%B2",
     ]:
         answer = call(console, "GET", path, [("Cookie", cookie)])
         assert answer.status == 400, path[:80]
@@ -629,6 +633,35 @@ def test_invisible_and_confusable_characters_are_shown_as_escapes() -> None:
         escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
         assert ch not in shown and escape in shown and 'class="ctl"' in shown, f"U+{code:04X}"
     assert str(visible("npm test -- é ü 中文 😀")) == "npm test -- é ü 中文 😀"
+
+
+def test_a_recorded_command_with_markup_and_invisible_characters_is_shown_as_text(console: Console, page: Page) -> None:
+    dialogs: List[str] = []
+
+    def record(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", record)
+    ledger = console.ledger
+    ledger.create_root("target", actor=OPERATOR)
+    # What an agent asks is its own text: markup, an escape sequence, a right-to-left override,
+    # a Hangul filler; its tool-use id may hold markup and a zero-width space too.
+    command = "echo '</code><b>bold</b><script>alert(1)</script>' \x1b[2J \u202egnp.exe npm\u3164test"
+    recorded = ledger.decide("target", command, record=True, asked_by="claude-code", tool_use_id="<i>x\u200b")
+    assert ledger.decision(recorded.record or "") is not None
+    for path in ["/session/target", "/session/target/decisions"]:
+        page.goto(console.link(path))
+        shown = page.locator("#decisions td.input code")
+        expect(shown).to_have_count(1)
+        expect(shown).to_contain_text("</code><b>bold</b><script>alert(1)</script>")
+        expect(shown.locator(".ctl")).to_have_text(["\\x1b", "\\u202e", "\\u3164"])
+        tool_use = page.locator("#decisions .tool-use")
+        expect(tool_use).to_contain_text("<i>x")
+        expect(tool_use.locator(".ctl")).to_have_text(["\\u200b"])
+        expect(page.locator("#decisions b, #decisions i")).to_have_count(0)
+        assert page.locator("script:not([src])").count() == 0, path
+    assert dialogs == [], "no script of the agent's text ran"
 
 
 # ------------------------------------------------------------------------ 8. any stored pattern is removable

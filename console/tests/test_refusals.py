@@ -176,6 +176,7 @@ def test_no_get_changes_anything(console: Console, page: Page) -> None:
         "/session/sub-worker-1",
         "/session/conductor/decide?command=make+deploy",
         "/session/worker/revoke",
+        "/session/worker/decisions",
         "/audit",
     ]:
         page.goto(console.link(path))
@@ -185,7 +186,8 @@ def test_no_get_changes_anything(console: Console, page: Page) -> None:
 
 def test_the_pages_run_no_inline_script_under_a_policy_that_forbids_it(console: Console, page: Page) -> None:
     console.ledger.create_root("conductor", actor=OPERATOR)
-    for path in ["/", "/session/conductor", "/audit", "/epoch", "/session/conductor/revoke"]:
+    console.ledger.decide("conductor", "ls", record=True, asked_by=OPERATOR)
+    for path in ["/", "/session/conductor", "/audit", "/epoch", "/session/conductor/revoke", "/session/conductor/decisions"]:
         response = page.goto(console.link(path))
         assert response is not None
         policy = response.headers["content-security-policy"]

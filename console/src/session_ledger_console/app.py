@@ -42,6 +42,8 @@ MAX_SHOWN = 1000
 MAX_OPEN = 200
 #: Audit rows per page.
 AUDIT_PAGE = 50
+#: Recorded decisions per page of a session's decisions.
+DECISIONS_PAGE = 50
 #: Seconds without a change after which the event stream says it is alive.
 KEEPALIVE_SECONDS = 15.0
 #: A TTL as the command line writes it: a whole number and a unit.
@@ -97,6 +99,7 @@ def _environment() -> jinja2.Environment:
     env.filters["withheld_words"] = text.withheld_words
     env.filters["grant_words"] = text.grant_words
     env.filters["pattern_words"] = text.pattern_words
+    env.filters["decision_why"] = text.decision_why
     return env
 
 
@@ -255,6 +258,13 @@ def _seq(name: str, value: str) -> int:
     return int(value)
 
 
+def _record_number(name: str, value: str) -> int:
+    """A recorded decision's number (``DecisionRecord.id``): a positive 64-bit integer."""
+    if not SEQ.match(value) or int(value) > SEQ_MAX:
+        raise BadParameter(name, "is a recorded decision's number (the last one's of the page before)")
+    return int(value)
+
+
 def _routes(app: FastAPI, c: Console) -> None:
     def render(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
         operator = _operator(request)
@@ -366,6 +376,27 @@ def _routes(app: FastAPI, c: Console) -> None:
             return fragment("session_facts.html", id=id, operator=_operator(request), csrf_field=CSRF_FIELD, **facts)
         except LedgerError as e:
             return HTMLResponse(f'<p class="error">{text.visible(e)}</p>', status_code=404)
+
+    @app.get("/session/{id}/decisions", response_class=HTMLResponse)
+    def decisions_page(request: Request, id: str, before: str = "") -> HTMLResponse:
+        """A session's recorded decisions, newest first, a page at a time: ``before`` is the
+        number of the last decision of the page before. Read-only: a record never changes.
+        Decisions recorded about an id the ledger does not know (each asked) are shown too."""
+        cursor = _record_number("before", before.strip()) if before.strip() else None
+        try:
+            records = c.reader.decisions(session=id, before=cursor, limit=DECISIONS_PAGE)
+            session = c.reader.session(id)
+        except LedgerError as e:
+            return render(request, "missing.html", status=404, id=id, error=str(e))
+        if session is None and not records and cursor is None:
+            return render(request, "missing.html", status=404, id=id, error=f"no session {id!r} in the ledger, and no decision recorded about it")
+        older = None
+        if len(records) == DECISIONS_PAGE:
+            older = f"{_session_url(id)}/decisions?" + urlencode({"before": records[-1].id})
+        return render(
+            request, "decisions.html", id=id, known=session is not None, decisions=records, older=older,
+            paged=cursor is not None, page_size=DECISIONS_PAGE,
+        )
 
     @app.get("/session/{id}/decide", response_class=HTMLResponse)
     def decide(id: str, command: str = "", read_only: str = "") -> HTMLResponse:

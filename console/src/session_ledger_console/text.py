@@ -145,3 +145,24 @@ def grant_words(g: Any) -> str:
 def pattern_words(p: Any) -> str:
     """A command pattern as ``authority`` lists it: ``"npm test" (added by bob)``."""
     return f"{json.dumps(p.pattern, ensure_ascii=False)} (added by {p.added_by})"
+
+
+def decision_why(d: Any) -> str:
+    """What a recorded decision's authority was, in a few words, from its reason: the chain of
+    a posture back to the grant (``via conductor > worker-1``), the pattern or tool rule that
+    admitted it, the scope; empty when nothing admitted it."""
+    reason = d.reason if isinstance(d.reason, dict) else {}
+    kind = reason.get("kind")
+    if kind in ("trust", "trust_reads"):
+        posture = reason.get("posture")
+        chain = posture.get("chain") if isinstance(posture, dict) else None
+        if isinstance(chain, list) and chain:
+            return "via " + " > ".join(str(link) for link in chain)
+        return ""
+    if kind == "pattern":
+        return json.dumps(str(reason.get("pattern", "")), ensure_ascii=False)
+    if kind == "tool_rule":
+        return str(reason.get("rule", ""))
+    if kind == "scope":
+        return str(reason.get("scope", ""))
+    return ""
