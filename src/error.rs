@@ -291,6 +291,16 @@ pub enum Conflict {
         /// How many rows the checkpoint covers.
         size: u64,
     },
+    /// A receipt was asked for a decision record that the checkpoint does not cover: the
+    /// ledger has no such record, it waits to be integrated, or its batch is newer than the
+    /// checkpoint.
+    #[error("decision record {record} is not covered by the checkpoint: {why}")]
+    NotCovered {
+        /// The record's own id.
+        record: String,
+        /// Why, in words.
+        why: String,
+    },
 }
 
 impl Conflict {
@@ -305,6 +315,7 @@ impl Conflict {
             Conflict::NotEmpty(_) => "not_empty",
             Conflict::NoCheckpoint => "no_checkpoint",
             Conflict::NotInCheckpoint { .. } => "not_in_checkpoint",
+            Conflict::NotCovered { .. } => "not_covered",
         }
     }
 }

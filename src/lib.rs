@@ -122,9 +122,10 @@ pub use commands::{
 };
 pub use config::{Config, Synchronous};
 pub use copy::Copied;
+pub use decision_log::ocsf_decision;
 pub use decision_log::{
-    AskedBy, DecisionQuery, DecisionRecord, Integrated, AUTHORITIES, INTEGRATION_BATCH,
-    MAX_RECORDED_INPUT, VERDICTS,
+    verify_decision_receipt, AskedBy, DecisionQuery, DecisionReceipt, DecisionReceiptCheck,
+    DecisionRecord, Integrated, AUTHORITIES, INTEGRATION_BATCH, MAX_RECORDED_INPUT, VERDICTS,
 };
 pub use decisions::{
     AdmittedPart, Decision, Explanation, KeptWord, Part, ReadOnly, Reason, Recorded, Verdict,

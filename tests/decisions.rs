@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use common::{Engine, TestResult};
 use session_ledger::{
-    AskedBy, CheckpointOptions, DecisionQuery, DecisionRecorder, PostureLevel, ReadOnly,
-    RecorderOptions, SignerKey, ToolCall, Verdict,
+    verify_decision_receipt, AskedBy, CheckpointOptions, Conflict, DecisionQuery, DecisionRecorder,
+    Error, PostureLevel, ReadOnly, RecorderOptions, SignerKey, ToolCall, Verdict,
 };
 
 fn asked() -> AskedBy<'static> {
@@ -379,7 +379,66 @@ fn on_postgres_records_committed_out_of_id_order_are_all_integrated_none_skipped
     Ok(())
 }
 
+fn a_decision_receipt_checks_offline_and_not_for_a_changed_record(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("worker", "alice")?;
+    f.ledger.grant("worker", PostureLevel::Trust, "alice")?;
+    let mut records = Vec::new();
+    for i in 0..5 {
+        records.push(
+            f.ledger
+                .decide_and_record("worker", &format!("make {i}"), false, &asked())?
+                .record,
+        );
+    }
+    let key = SignerKey::generate("example.com/ledger")?;
+    f.ledger.checkpoint(&key, None, "alice")?;
+    let queued = f
+        .ledger
+        .decide_and_record("worker", "make later", false, &asked())?;
+
+    let receipt = f.ledger.prove_decision(&records[3], None)?;
+    let text = receipt.to_text();
+    let check = verify_decision_receipt(&text, &key.verifier())?;
+    assert!(check.ok, "{check:?}");
+    assert_eq!(
+        (check.record.as_deref(), check.seq),
+        (Some(records[3].as_str()), Some(4))
+    );
+    // Another key, or a leaf that says something else, does not check out.
+    let other = SignerKey::generate("example.com/ledger")?;
+    assert!(!verify_decision_receipt(&text, &other.verifier())?.ok);
+    let mut forged = receipt.clone();
+    forged.leaf = forged
+        .leaf
+        .replace("\"verdict\":\"approve\"", "\"verdict\":\"ask\"");
+    assert_ne!(forged.leaf, receipt.leaf);
+    let check = verify_decision_receipt(&forged.to_text(), &key.verifier())?;
+    assert!(!check.ok);
+    assert!(check
+        .why
+        .unwrap_or_default()
+        .contains("not the one the batch holds"));
+
+    // A record still queued, or one changed in the database since, gets no receipt.
+    let refused = f.ledger.prove_decision(&queued.record, None);
+    assert!(
+        matches!(&refused, Err(Error::Conflict(Conflict::NotCovered { .. }))),
+        "{refused:?}"
+    );
+    f.tamper(&format!(
+        "UPDATE decisions SET input = 'make 9' WHERE record = '{}'",
+        records[3]
+    ));
+    let refused = f.ledger.prove_decision(&records[3], None);
+    assert!(matches!(&refused, Err(Error::Corruption(_))), "{refused:?}");
+    // The receipt handed out before still proves what was recorded.
+    assert!(verify_decision_receipt(&text, &key.verifier())?.ok);
+    Ok(())
+}
+
 engine_tests! {
+    a_decision_receipt_checks_offline_and_not_for_a_changed_record,
     a_recorded_decision_is_on_the_record_with_its_reason_and_who_asked,
     a_long_input_is_cut_with_its_hash_and_a_tool_call_names_its_tool,
     records_and_positions_cannot_be_changed_or_removed_by_hand,

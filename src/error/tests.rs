@@ -52,6 +52,11 @@ fn one_of_each() -> Vec<Error> {
         Conflict::NotEmpty(Location::Server("postgresql://app@db:5432/ledger".into())).into(),
         Conflict::NoCheckpoint.into(),
         Conflict::NotInCheckpoint { seq: 9, size: 8 }.into(),
+        Conflict::NotCovered {
+            record: "0193a0b0c0d0e0f0a1b2c3d4e5f60718".into(),
+            why: "it waits to be integrated".into(),
+        }
+        .into(),
         CreationRefused::DepthLimit {
             child: "deep".into(),
             depth: 65,
@@ -140,6 +145,7 @@ fn one_of_each() -> Vec<Error> {
                 Conflict::NotEmpty(_) => 26,
                 Conflict::NoCheckpoint => 27,
                 Conflict::NotInCheckpoint { .. } => 28,
+                Conflict::NotCovered { .. } => 29,
             },
             Error::Refused(e) => match e {
                 CreationRefused::DepthLimit { .. } => 30,
@@ -162,7 +168,7 @@ fn one_of_each() -> Vec<Error> {
         };
         variants.insert(variant);
     }
-    assert_eq!(variants.len(), 40, "a variant has no sample in one_of_each");
+    assert_eq!(variants.len(), 41, "a variant has no sample in one_of_each");
     samples
 }
 

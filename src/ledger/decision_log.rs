@@ -1,10 +1,13 @@
 //! The handle's decision records (rules D1, D2): deciding and recording in one call, listing
 //! records, and integrating the queued ones into the decision log under the audit trail.
 
+use crate::audit::merkle::inclusion_proof;
 use crate::decision_log::{
-    self, AskedBy, DecisionQuery, DecisionRecord, Integrated, INTEGRATION_BATCH,
+    self, AskedBy, DecisionQuery, DecisionReceipt, DecisionRecord, Integrated, Leaves,
+    INTEGRATION_BATCH,
 };
 use crate::decisions::{Decision, ReadOnly, Recorded};
+use crate::error::{Conflict, Corruption, Error};
 use crate::error::{InputError, Result};
 use crate::model::validate_actor;
 use crate::patterns::ToolCall;
@@ -217,5 +220,72 @@ impl Ledger {
         done.log_size = u64::try_from(size).unwrap_or(0);
         done.queued = u64::try_from(queued).unwrap_or(0);
         Ok(done)
+    }
+
+    /// A receipt for the decision record `record` against `checkpoint` (a note), or against the
+    /// newest checkpoint the ledger recorded: its leaf's proof under its batch's root, and the
+    /// batch's audit row's receipt ([`Ledger::prove`]). It is checked before it is returned;
+    /// [`verify_decision_receipt`](crate::verify_decision_receipt) checks it offline.
+    ///
+    /// # Errors
+    ///
+    /// `NotCovered` for a record the ledger does not have, one still queued, or one whose
+    /// batch is newer than the checkpoint; as [`Ledger::prove`] otherwise.
+    pub fn prove_decision(
+        &self,
+        record: &str,
+        checkpoint: Option<&str>,
+    ) -> Result<DecisionReceipt> {
+        let not_covered = |why: String| -> Error {
+            Conflict::NotCovered {
+                record: record.to_owned(),
+                why,
+            }
+            .into()
+        };
+        let found = self
+            .decision(record)?
+            .ok_or_else(|| not_covered("the ledger has no such record".to_owned()))?;
+        let batch = found.batch.ok_or_else(|| {
+            not_covered(
+                "it waits to be integrated (integrate_decisions, or the next checkpoint, gives \
+                 it a position)"
+                    .to_owned(),
+            )
+        })?;
+        let receipt = match self.prove(batch, checkpoint) {
+            Err(Error::Conflict(Conflict::NotInCheckpoint { size, .. })) => {
+                return Err(not_covered(format!(
+                    "its batch is audit row {batch}, after the checkpoint's {size} rows (sign a \
+                     later one)"
+                )))
+            }
+            other => other?,
+        };
+        let rows = self.storage.read(|r| r.decision_batch(batch))?;
+        let index = rows
+            .iter()
+            .position(|row| row.record == record)
+            .ok_or_else(|| {
+                Corruption::new(format!("record {record} is not in its batch {batch}"))
+            })?;
+        let leaves: Vec<_> = rows.iter().map(decision_log::leaf_of).collect();
+        let size = leaves.len() as u64;
+        let proof = inclusion_proof(&mut Leaves(&leaves), index as u64, size)?;
+        let out = DecisionReceipt {
+            leaf: String::from_utf8(decision_log::leaf_bytes(&rows[index]))
+                .map_err(|e| Corruption::new(format!("a leaf that is not UTF-8: {e}")))?,
+            index: index as u64,
+            size,
+            proof,
+            batch: receipt,
+        };
+        out.leaf_in_batch().map_err(|why| {
+            Corruption::new(format!(
+                "record {record} no longer matches its batch, audit row {batch}: {why} (verify \
+                 --checkpoint says more)"
+            ))
+        })?;
+        Ok(out)
     }
 }
