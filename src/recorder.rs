@@ -71,6 +71,8 @@ struct State {
     appended: u64,
     /// The last append's failure, until an append succeeds.
     failure: Option<String>,
+    /// How many appends were tried, whatever their outcome.
+    attempts: u64,
     stopping: bool,
 }
 
@@ -174,21 +176,28 @@ impl DecisionRecorder {
     }
 
     /// Appends everything held now and waits for it: how many records the recorder has
-    /// appended since it started.
+    /// appended since it started. After a failed append, it tries again at once.
     ///
     /// # Errors
     ///
-    /// [`StorageError::DecisionsUnknown`] when the append failed (the records stay held and
-    /// are tried again).
+    /// [`StorageError::DecisionsUnknown`] when an append tried after this call began failed
+    /// (the records stay held and are tried again).
     pub fn flush(&self) -> Result<u64> {
         let shared = &self.shared;
         let mut state = shared.state();
         let target = state.appended + (state.held.len() + state.in_flight) as u64;
-        state.oldest = state.oldest.map(|_| Instant::now() - shared.options.window);
+        let began = state.attempts;
+        let due = Instant::now()
+            .checked_sub(shared.options.window)
+            .unwrap_or_else(Instant::now);
+        state.oldest = state.oldest.map(|_| due);
         shared.wake.notify_one();
         while state.appended < target {
-            if let Some(failure) = &state.failure {
-                return Err(unknown(&shared.ledger, &state.held, failure));
+            match &state.failure {
+                Some(failure) if state.attempts > began => {
+                    return Err(unknown(&shared.ledger, &state.held, failure));
+                }
+                _ => {}
             }
             state = shared
                 .appended
@@ -282,6 +291,7 @@ fn flush_loop(shared: &Shared) {
         let result = shared.ledger.append_records(&batch);
         state = shared.state();
         state.in_flight = 0;
+        state.attempts += 1;
         match result {
             Ok(()) => {
                 state.appended += batch.len() as u64;

@@ -437,7 +437,70 @@ fn a_decision_receipt_checks_offline_and_not_for_a_changed_record(engine: Engine
     Ok(())
 }
 
+/// A trigger, added by hand, that refuses every new record: an append that fails.
+fn refuse_appends(f: &common::Fixture) {
+    let sql = match f.engine {
+        Engine::Sqlite => {
+            "CREATE TRIGGER refuse BEFORE INSERT ON decisions
+             BEGIN SELECT RAISE(ABORT, 'no appends today'); END"
+        }
+        Engine::Postgres => {
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN RAISE EXCEPTION 'no appends today'; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON decisions
+               FOR EACH ROW EXECUTE FUNCTION refuse()"
+        }
+    };
+    f.exec(sql).expect("the refusing trigger");
+}
+
+fn a_record_whose_append_fails_is_reported_and_never_answered_as_kept(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("worker", "alice")?;
+    f.ledger.grant("worker", PostureLevel::Trust, "alice")?;
+    let ledger = Arc::new(f.reopen(session_ledger::Config::default()));
+    let recorder = DecisionRecorder::new(Arc::clone(&ledger), RecorderOptions::default())?;
+    recorder.decide("worker", "make 1", false, &asked())?;
+    recorder.flush()?;
+    refuse_appends(&f);
+
+    // Durable: the error, and no decision.
+    let durable = ledger.decide_and_record("worker", "make 2", false, &asked());
+    assert!(durable.is_err(), "{durable:?}");
+    // Batched: the flush reports the held record, and every call fails until an append works.
+    let held = recorder.decide("worker", "make 3", false, &asked())?;
+    let flushed = recorder.flush();
+    match &flushed {
+        Err(Error::Storage(session_ledger::StorageError::DecisionsUnknown { records, .. })) => {
+            assert_eq!(records, &[held.record.clone()])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(recorder
+        .decide("worker", "make 4", false, &asked())
+        .is_err());
+    assert_eq!(recorder.held(), 1, "the record is kept, to be tried again");
+
+    let drop_it = match engine {
+        Engine::Sqlite => "DROP TRIGGER refuse",
+        Engine::Postgres => "DROP TRIGGER refuse ON decisions; DROP FUNCTION refuse()",
+    };
+    f.exec(drop_it).map_err(|e| e.to_string())?;
+    assert_eq!(recorder.flush()?, 2, "tried again, and kept");
+    let inputs: Vec<String> = ledger
+        .decisions(&of_session("worker"))?
+        .into_iter()
+        .map(|r| r.input)
+        .collect();
+    assert_eq!(inputs, ["make 3", "make 1"]);
+    recorder.decide("worker", "make 5", false, &asked())?;
+    Ok(())
+}
+
 engine_tests! {
+    a_record_whose_append_fails_is_reported_and_never_answered_as_kept,
     a_decision_receipt_checks_offline_and_not_for_a_changed_record,
     a_recorded_decision_is_on_the_record_with_its_reason_and_who_asked,
     a_long_input_is_cut_with_its_hash_and_a_tool_call_names_its_tool,
