@@ -474,7 +474,7 @@ fn a_record_whose_append_fails_is_reported_and_never_answered_as_kept(
     let flushed = recorder.flush();
     match &flushed {
         Err(Error::Storage(session_ledger::StorageError::DecisionsUnknown { records, .. })) => {
-            assert_eq!(records, &[held.record.clone()])
+            assert_eq!(records, std::slice::from_ref(&held.record))
         }
         other => panic!("{other:?}"),
     }
