@@ -44,12 +44,17 @@ fn words(text: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// True for a rule's short name: `L1`–`L5`, `P1`–`P5`, `R1`–`R4`, `S1`, `S2`, `A1`–`A5`.
+/// True for a rule's short name: `L1`–`L5`, `P1`–`P5`, `R1`–`R4`, `S1`, `S2`, `A1`–`A5`,
+/// `D1`, `D2`.
 fn is_rule_name(word: &str) -> bool {
     let mut chars = word.chars();
     matches!(
         (chars.next(), chars.next(), chars.next()),
-        (Some('L' | 'P' | 'R' | 'S' | 'A'), Some('1'..='5'), None)
+        (
+            Some('L' | 'P' | 'R' | 'S' | 'A' | 'D'),
+            Some('1'..='5'),
+            None
+        )
     )
 }
 
@@ -84,7 +89,9 @@ fn every_document_that_names_a_rule_links_to_where_the_rules_are_stated() {
         .nth(1)
         .and_then(|rest| rest.split("\n## ").next())
         .expect("docs/design.md has a section \"The rules\"");
-    for rule in ["L1", "L5", "P1", "P5", "R1", "R4", "S1", "S2", "A1", "A5"] {
+    for rule in [
+        "L1", "L5", "P1", "P5", "R1", "R4", "S1", "S2", "A1", "A5", "D1", "D2",
+    ] {
         assert!(
             section.contains(&format!("**{rule}**")),
             "{rule} is not stated"

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use common::{raw, Engine, Fixture, Shell, TestResult};
 use rusqlite::Connection;
-use session_ledger::{AuditHead, Config, Ledger, ManualClock, PostureLevel, Taint};
+use session_ledger::{AskedBy, AuditHead, Config, Ledger, ManualClock, PostureLevel, Taint};
 
 const DOC: &str = "docs/storage-contract.md";
 /// What a helper that can fail returns.
@@ -276,6 +276,176 @@ const POSTURE_INSERT: &str =
     "INSERT INTO postures (session_id, posture, source, granted_by, granted_at, granted_on,
                            inherited_from, allocated_at, chain, epoch)
      VALUES ({})";
+
+/// A well-formed decision record about `a` of the tree `root`, as a hand insert writes it, with
+/// each column `overrides` names given its value instead (SQL text).
+fn decision_insert(overrides: &[(&str, &str)]) -> String {
+    let defaults = [
+        ("record", "'0123456789abcdef0123456789abcdef'"),
+        ("at", "'2026-01-01T00:00:00.000Z'"),
+        ("session_id", "'a'"),
+        ("tree", "'root'"),
+        ("tool", "NULL"),
+        ("input", "'ls'"),
+        ("input_bytes", "2"),
+        ("input_sha256", "NULL"),
+        ("verdict", "'ask'"),
+        ("authority", "'nothing'"),
+        ("reason", "'{\"kind\":\"nothing\"}'"),
+        ("asked_by", "'op'"),
+        ("tool_use_id", "NULL"),
+    ];
+    let value = |column: &str, default: &str| {
+        overrides
+            .iter()
+            .find(|(c, _)| *c == column)
+            .map_or(default.to_owned(), |(_, v)| (*v).to_owned())
+    };
+    let columns: Vec<&str> = defaults.iter().map(|(c, _)| *c).collect();
+    let values: Vec<String> = defaults.iter().map(|(c, d)| value(c, d)).collect();
+    format!(
+        "INSERT INTO decisions ({}) VALUES ({})",
+        columns.join(", "),
+        values.join(", ")
+    )
+}
+
+fn a_decision_record_written_by_hand_keeps_its_form(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.build("root > a");
+    let before = f.snapshot();
+    let mut shell = f.shell();
+    let says = says(engine);
+    let long = "x".repeat(4097);
+    let cut = "x".repeat(4096);
+    let sha = "a".repeat(64);
+    let quoted = |text: &str| format!("'{text}'");
+    let (long, cut, sha) = (quoted(&long), quoted(&cut), quoted(&sha));
+    accepted(&mut shell, &decision_insert(&[]));
+    // A cut input, with the whole input's length and hash beside it.
+    accepted(
+        &mut shell,
+        &decision_insert(&[
+            ("input", &cut),
+            ("input_bytes", "5000"),
+            ("input_sha256", &sha),
+        ]),
+    );
+    // A tool call, with the agent's id for it.
+    accepted(
+        &mut shell,
+        &decision_insert(&[
+            ("tool", "'WebFetch'"),
+            ("input", "'https://example.com/'"),
+            ("input_bytes", "20"),
+            ("tool_use_id", "'toolu_01'"),
+        ]),
+    );
+    let upper = "0123456789ABCDEF0123456789ABCDEF".to_owned();
+    for overrides in [
+        // A record id that is not 32 lower-case hex digits.
+        vec![("record", quoted(&upper))],
+        vec![("record", "'0123'".to_owned())],
+        vec![("record", "'0123456789abcdef0123456789abcdeg'".to_owned())],
+        // An input longer than the record keeps.
+        vec![
+            ("input", long.clone()),
+            ("input_bytes", "5000".to_owned()),
+            ("input_sha256", sha.clone()),
+        ],
+        // A cut input without its hash, a whole one with a hash, a length shorter than the
+        // input, a hash that is not 64 lower-case hex digits.
+        vec![("input", cut.clone()), ("input_bytes", "5000".to_owned())],
+        vec![("input_sha256", sha.clone())],
+        vec![("input_bytes", "1".to_owned())],
+        vec![
+            ("input", cut.clone()),
+            ("input_bytes", "5000".to_owned()),
+            ("input_sha256", quoted(&"A".repeat(64))),
+        ],
+        // A reason that is JSON but not an object.
+        vec![("reason", "'[]'".to_owned())],
+        vec![("reason", "'\"nothing\"'".to_owned())],
+        // Names of no length.
+        vec![("session_id", "''".to_owned())],
+        vec![("tree", "''".to_owned())],
+        vec![("tool", "''".to_owned())],
+        vec![("asked_by", "''".to_owned())],
+        vec![("tool_use_id", "''".to_owned())],
+    ] {
+        let overrides: Vec<(&str, &str)> =
+            overrides.iter().map(|(c, v)| (*c, v.as_str())).collect();
+        refused(&mut shell, &decision_insert(&overrides), &[says.check]);
+    }
+    // A reason that is not JSON at all.
+    refused(
+        &mut shell,
+        &decision_insert(&[("reason", "'nothing'")]),
+        &[says.not_json],
+    );
+    // A second record with the same id.
+    f.exec(&decision_insert(&[]))?;
+    let stored = f.snapshot();
+    refused(
+        &mut shell,
+        &decision_insert(&[("verdict", "'approve'"), ("authority", "'trust'")]),
+        &[says.unique],
+    );
+    assert_eq!(f.snapshot(), stored);
+    assert_ne!(stored, before);
+    Ok(())
+}
+
+fn a_record_appended_by_hand_is_queued_and_leaves_the_queue_only_for_the_log(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    f.build("root > a");
+    // Appended in the shell, as any writer could: the trigger queues it.
+    f.exec(&decision_insert(&[]))?;
+    let id = f.column("SELECT id FROM decisions")[0].clone();
+    assert_eq!(
+        f.column("SELECT id FROM decision_queue"),
+        std::slice::from_ref(&id)
+    );
+    let before = f.snapshot();
+    let mut shell = f.shell();
+    for (sql, says) in [
+        (
+            "DELETE FROM decision_queue".to_owned(),
+            "a decision record leaves the queue only once it is in the log",
+        ),
+        (
+            "UPDATE decision_queue SET id = id".to_owned(),
+            "the decision queue is changed only by appending and integrating",
+        ),
+        // A position outside a batch: the audit row it names is no decisions.integrate row.
+        (
+            format!("INSERT INTO decision_log (seq, decision, batch) VALUES (1, {id}, 1)"),
+            "a decision must take the next position of the log",
+        ),
+    ] {
+        refused(&mut shell, &sql, &[says]);
+    }
+    assert_eq!(f.snapshot(), before);
+    // Integration takes it: its position, its batch's audit row, and out of the queue.
+    let done = f.ledger.integrate_decisions("op")?;
+    assert_eq!((done.records, done.log_size, done.queued), (1, 1, 0));
+    assert!(f.column("SELECT id FROM decision_queue").is_empty());
+    let batch = f.column("SELECT seq FROM audit WHERE kind = 'decisions.integrate'");
+    assert_eq!(
+        f.query("SELECT seq, batch FROM decision_records"),
+        [[Some("1".to_owned()), Some(batch[0].clone())]]
+    );
+    // Out of the queue, a record can no more go back in by an update than by hand.
+    refused(
+        &mut shell,
+        &format!("UPDATE decision_log SET decision = {id}"),
+        &["the decision log is append-only"],
+    );
+    assert!(f.ledger.verify(None)?.ok);
+    Ok(())
+}
 
 fn a_posture_row_says_consistently_whether_it_was_granted_or_inherited(
     engine: Engine,
@@ -545,6 +715,17 @@ fn every_enum_column_refuses_a_word_outside_its_set(engine: Engine) -> TestResul
             flags,
             not_flags,
         ),
+        // A decision record's verdict and authority.
+        (
+            decision_insert(&[("verdict", "{}")]),
+            &["'approve'", "'ask'", "'deny'"],
+            &["'allow'", "'Approve'", "''", "NULL"],
+        ),
+        (
+            decision_insert(&[("authority", "{}")]),
+            &["'trust'", "'tool_rule'", "'unknown_session'"],
+            &["'operator'", "'Trust'", "'patterns'", "NULL"],
+        ),
         // Columns keep their declared types (SQLite: STRICT).
         (
             format!(
@@ -639,6 +820,10 @@ fn time_columns(head: &AuditHead) -> Vec<(&'static str, String)> {
                 head.seq + 1,
                 head.hash
             ),
+        ),
+        (
+            "decisions.at",
+            decision_insert(&[("at", &format!("'{AT}'"))]),
         ),
     ]
 }
@@ -1277,6 +1462,12 @@ mod postgres_only {
         let f = fixture!(Engine::Postgres);
         f.build("root > a");
         f.ledger.state("a")?;
+        // A decision record integrated, and one still queued.
+        f.ledger
+            .decide_and_record("a", "ls", false, &AskedBy::actor("op"))?;
+        f.ledger.integrate_decisions("op")?;
+        f.ledger
+            .decide_and_record("a", "pwd", false, &AskedBy::actor("op"))?;
         let before = f.snapshot();
         let mut shell = f.shell();
         // TRUNCATE removes rows without firing a row's delete trigger: each of these tables has
@@ -1291,6 +1482,13 @@ mod postgres_only {
             ("audit_time_order", "audit_time_order is fixed"),
             ("audit_tree", "the audit tree is append-only"),
             ("checkpoints", "checkpoints are history"),
+            ("decisions", "decision records are append-only"),
+            ("decision_log", "the decision log is append-only"),
+            // The one table here that loses rows, and only into the log (C40).
+            (
+                "decision_queue",
+                "a decision record leaves the queue only once it is in the log",
+            ),
         ] {
             refused(&mut shell, &format!("TRUNCATE {table} CASCADE"), &[message]);
             refused(
@@ -1305,7 +1503,8 @@ mod postgres_only {
         refused(
             &mut shell,
             "TRUNCATE sessions, labels, epochs, postures, command_patterns, override_scopes,
-                      audit_kinds, audit, audit_time_order, audit_tree, checkpoints",
+                      audit_kinds, audit, audit_time_order, audit_tree, checkpoints, decisions,
+                      decision_queue, decision_log",
             &[TRIGGER],
         );
         assert_eq!(f.snapshot(), before);
@@ -1318,6 +1517,10 @@ mod postgres_only {
         f.build("root > a");
         f.raise("root", Some(Taint::Secret), true);
         f.ledger.grant("a", PostureLevel::TrustReads, "op")?;
+        let recorded = f
+            .ledger
+            .decide_and_record("a", "ls", false, &AskedBy::actor("op"))?;
+        f.ledger.integrate_decisions("op")?;
         let head = f.ledger.audit_head()?;
         let before = f.snapshot();
         let mut shell = f.shell();
@@ -1394,6 +1597,23 @@ mod postgres_only {
                     .to_owned(),
                 &["audit_time_order is fixed"],
             ),
+            // The record's verdict turned into an approval, and its position taken by another.
+            (
+                decision_insert(&[
+                    ("record", &format!("'{}'", recorded.record)),
+                    ("verdict", "'approve'"),
+                    ("authority", "'trust'"),
+                ]) + " ON CONFLICT (record) DO UPDATE SET verdict = EXCLUDED.verdict,
+                       authority = EXCLUDED.authority",
+                &["decision records are append-only"],
+            ),
+            (
+                "INSERT INTO decision_log (seq, decision, batch)
+                 SELECT 1, id, (SELECT max(seq) FROM audit) FROM decisions
+                 ON CONFLICT (seq) DO UPDATE SET decision = EXCLUDED.decision"
+                    .to_owned(),
+                &["the decision log is append-only"],
+            ),
         ] {
             refused(&mut shell, &sql, expected);
         }
@@ -1427,6 +1647,16 @@ mod postgres_only {
         Some(format!("{app}?{options}"))
     }
 
+    /// The documented setup: the owner runs docs/postgres-roles.sql in the ledger's schema, in
+    /// one transaction.
+    fn grant_the_documented_roles(f: &Fixture) -> TestResult {
+        let roles = fs::read_to_string(package_file("docs/postgres-roles.sql"))?;
+        f.shell().run(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({ROLES_LOCK});\n{roles}\nCOMMIT;"
+        ))?;
+        Ok(())
+    }
+
     #[test]
     fn the_application_role_cannot_rewrite_the_audit_trail_or_switch_a_trigger_off() -> TestResult {
         let f = fixture!(Engine::Postgres);
@@ -1434,12 +1664,7 @@ mod postgres_only {
             return Ok(());
         };
         f.build("root > a");
-        // The documented setup: the owner runs the roles file in the ledger's schema, in one
-        // transaction.
-        let roles = fs::read_to_string(package_file("docs/postgres-roles.sql"))?;
-        f.shell().run(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({ROLES_LOCK});\n{roles}\nCOMMIT;"
-        ))?;
+        grant_the_documented_roles(&f)?;
         let head = f.ledger.audit_head()?;
         let before = f.snapshot();
         let mut app = Shell::postgres(&app_url);
@@ -1500,6 +1725,74 @@ mod postgres_only {
                 "a".repeat(64)
             ),
         );
+        assert_eq!(f.snapshot(), before);
+        Ok(())
+    }
+
+    #[test]
+    fn the_application_role_records_and_integrates_decisions_and_cannot_change_one() -> TestResult {
+        let f = fixture!(Engine::Postgres);
+        let Some(app_url) = application_role_url(&f) else {
+            return Ok(());
+        };
+        f.ledger.create_root("root", "op")?;
+        f.ledger.grant("root", PostureLevel::Trust, "op")?;
+        f.ledger.create_child("a", "root", "op")?;
+        grant_the_documented_roles(&f)?;
+        // The dashboard's handle, as the application role: it records, integrates, and signs
+        // a checkpoint that covers what it recorded.
+        let app = Ledger::open_with(&app_url, Config::default())?;
+        let asked = AskedBy::actor("claude-code");
+        let recorded = app.decide_and_record("a", "cargo build", false, &asked)?;
+        assert_eq!(recorded.decision.verdict, session_ledger::Verdict::Approve);
+        let done = app.integrate_decisions("op")?;
+        assert_eq!((done.records, done.log_size, done.queued), (1, 1, 0));
+        app.decide_and_record("a", "cargo test", false, &asked)?;
+        let key = session_ledger::SignerKey::generate("example.com/ledger")?;
+        let signed = app.checkpoint(&key, None, "op")?;
+        let verified = app.verify_checkpoint(
+            &signed.note,
+            &key.verifier(),
+            &session_ledger::CheckpointOptions::default(),
+        )?;
+        assert!(verified.ok, "{verified:?}");
+        assert_eq!(app.decisions(&Default::default())?.len(), 2);
+        // One more, left in the queue.
+        let queued = app.decide_and_record("a", "cargo run", false, &asked)?;
+        assert_eq!(app.decision(&queued.record)?.and_then(|r| r.seq), None);
+
+        let before = f.snapshot();
+        let mut shell = Shell::postgres(&app_url);
+        let denied = "permission denied for table";
+        let not_owner = "must be owner of";
+        let mut edits = vec![
+            (
+                "UPDATE decisions SET verdict = 'approve', authority = 'trust'".to_owned(),
+                denied,
+            ),
+            ("DELETE FROM decisions".to_owned(), denied),
+            ("TRUNCATE decisions".to_owned(), denied),
+            ("UPDATE decision_log SET seq = seq + 1".to_owned(), denied),
+            ("DELETE FROM decision_log".to_owned(), denied),
+            ("TRUNCATE decision_log".to_owned(), denied),
+            ("UPDATE decision_queue SET id = id".to_owned(), denied),
+            ("TRUNCATE decision_queue".to_owned(), denied),
+            // The role may take a record out of the queue, as integration does, and the
+            // schema lets it take out only what the log holds.
+            (
+                "DELETE FROM decision_queue".to_owned(),
+                "a decision record leaves the queue only once it is in the log",
+            ),
+        ];
+        for table in ["decisions", "decision_log", "decision_queue"] {
+            edits.push((
+                format!("ALTER TABLE {table} DISABLE TRIGGER USER"),
+                not_owner,
+            ));
+        }
+        for (sql, expected) in &edits {
+            refused(&mut shell, sql, &[expected]);
+        }
         assert_eq!(f.snapshot(), before);
         Ok(())
     }
@@ -1757,6 +2050,8 @@ engine_tests! {
     every_time_column_refuses_a_time_of_another_form,
     with_foreign_keys_on_no_row_can_name_a_session_epoch_or_kind_that_does_not_exist,
     a_second_row_for_the_same_key_is_refused_in_every_table,
+    a_decision_record_written_by_hand_keeps_its_form,
+    a_record_appended_by_hand_is_queued_and_leaves_the_queue_only_for_the_log,
     the_hash_input_given_in_the_contract_is_what_the_library_hashes_and_stores,
     writers_in_several_processes_append_to_one_chain_in_one_order,
     a_write_waits_for_a_transaction_holding_the_write_lock_and_then_succeeds,
@@ -1953,6 +2248,14 @@ fn a_version_8_ledger_upgrades_to_triggers_that_name_their_items_and_keeps_every
             ),
         );
     }
+    // Version 12 adds one kind, for decision records, and no other row.
+    expected.push(
+        "audit_kinds: [Text(\"decisions.integrate\"), Text(\"a batch of decision records was \
+         given positions in the decision log; detail: {\\\"first\\\", \\\"count\\\", \\\"root\\\"}: \
+         the first position, how many, and the RFC 6962 root over their leaves (docs/audit.md, \
+         \\\"Decision records\\\")\")]"
+            .to_owned(),
+    );
     expected.sort();
     assert_eq!(rows(&old), expected, "the upgrade changed rows");
     let conn = raw(&old);
@@ -2210,9 +2513,9 @@ fn is_identifier(s: &str) -> bool {
 
 #[test]
 fn every_contract_item_names_its_rule_its_enforcement_and_its_tests() -> TestResult {
-    const RULES: [&str; 21] = [
+    const RULES: [&str; 23] = [
         "L1", "L2", "L3", "L4", "L5", "P1", "P2", "P3", "P4", "P5", "R1", "R2", "R3", "R4", "S1",
-        "S2", "A1", "A2", "A3", "A4", "A5",
+        "S2", "A1", "A2", "A3", "A4", "A5", "D1", "D2",
     ];
     let items = contract_items();
     let mut problems = Vec::new();
