@@ -28,7 +28,6 @@
 //! [`EngineError`], and the concepts build the leaves.
 
 use std::fmt;
-use std::path::PathBuf;
 
 /// A specialized `Result` for ledger operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -374,26 +373,6 @@ impl CreationRefused {
     }
 }
 
-/// Where a ledger is: the file it was opened at, or the server and database.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Location {
-    /// A SQLite file.
-    File(PathBuf),
-    /// A PostgreSQL database, as `postgresql://user@host:port/database`, with any socket
-    /// folder after it: never with a password.
-    Server(String),
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::File(path) => write!(f, "{}", path.display()),
-            Location::Server(description) => f.write_str(description),
-        }
-    }
-}
-
 /// The database cannot serve the request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -605,5 +584,8 @@ impl Corruption {
     }
 }
 
+mod location;
 #[cfg(test)]
 mod tests;
+
+pub use location::Location;

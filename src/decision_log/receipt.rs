@@ -73,7 +73,7 @@ impl DecisionReceipt {
     ///
     /// `InvalidNote` when it is not a decision receipt.
     pub fn parse(text: &str) -> Result<DecisionReceipt> {
-        let invalid = |why: &str| -> crate::Error {
+        let invalid = |why: &str| -> crate::error::Error {
             InputError::InvalidNote(format!("the decision receipt: {why}")).into()
         };
         let v: serde_json::Value =
