@@ -730,7 +730,7 @@ fn audit_kind_refuses_an_unknown_kind_with_a_usage_error_that_lists_the_known_ki
 
 /// `explain ID`, and the lines it should print, made from `explain --json ID` and
 /// `audit --session ID`: the header, then `label`, `posture`, `granted`, each pattern and each
-/// live scope as the lines given, then the audit rows.
+/// live scope as the lines given, then the audit rows, and (none recorded here) the decisions.
 fn explained(db: &(impl Db + ?Sized), id: &str, middle: &[String]) -> TestResult<(String, String)> {
     let v = ok_json(db, &["explain", id])?;
     let mut lines = vec![format!(
@@ -747,7 +747,8 @@ fn explained(db: &(impl Db + ?Sized), id: &str, middle: &[String]) -> TestResult
     )];
     lines.extend(middle.iter().cloned());
     lines.push("  audit rows:".to_owned());
-    lines.push(ok(db, &["audit", "--session", id])?);
+    lines.push(ok(db, &["audit", "--session", id])?.trim_end().to_owned());
+    lines.push("  decisions: none recorded\n".to_owned());
     Ok((ok(db, &["explain", id])?, lines.join("\n")))
 }
 
@@ -826,7 +827,7 @@ fn explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_
     Ok(())
 }
 
-fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_audit_and_authority(
+fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_audit_authority_and_decisions(
     engine: Engine,
 ) -> TestResult {
     let Some(fx) = Fixture::scenario_on(engine)? else {
@@ -850,7 +851,8 @@ fn explain_json_has_exactly_session_state_grant_patterns_live_scopes_audit_and_a
                 "patterns",
                 "live_scopes",
                 "audit",
-                "authority"
+                "authority",
+                "decisions"
             ]),
             "{id}: {v}"
         );
@@ -998,6 +1000,6 @@ engine_tests! {
     audit_flags_narrow_the_listing_exactly_as_the_librarys_query_does,
     audit_limit_names_the_next_page_on_stderr_only_while_older_rows_match,
     explain_text_shows_the_label_the_posture_chain_the_grant_row_patterns_scopes_what_approves_and_audit_rows,
-    explain_json_has_exactly_session_state_grant_patterns_live_scopes_audit_and_authority,
+    explain_json_has_exactly_session_state_grant_patterns_live_scopes_audit_authority_and_decisions,
     the_read_commands_write_nothing,
 }

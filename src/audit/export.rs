@@ -9,6 +9,10 @@
 //! events; an epoch started is an Application Lifecycle start. Every event carries the row's
 //! `seq` in `metadata.sequence` and its hash in `metadata.uid`, and the row's detail (and
 //! `prev_hash`) in `unmapped`, so nothing the row says is lost.
+//!
+//! Decision records, which are not rows, have their own mapping beside the record, in the
+//! decision log (`decision_log/ocsf.rs`, `ocsf_decision`): this module is below the decision
+//! log, which names it, so it cannot name the record.
 
 use serde_json::{json, Value};
 

@@ -4,9 +4,11 @@
 //! The dispatcher above them calls them; none calls the dispatcher or another group, and what
 //! two groups share lives in the context (tests/structure.rs holds them to this).
 
-/// The ledger's trail: `audit` (its listing, `head`, `prove`, `export`), `verify`, `check`.
+/// The ledger's trail: `audit` (its listing, `head`, `prove`, `export`, which also exports the
+/// decision log), `verify`, `check`.
 pub mod audit;
-/// Authority: `trust`, `revoke`, `revoke-all`, `pattern`, `scope`, `decide`, `explain`, `epoch`.
+/// Authority: `trust`, `revoke`, `revoke-all`, `pattern`, `scope`, `decide` (and `decide
+/// --record`), `explain`, `epoch`.
 pub mod authority;
 /// Signed checkpoints: `checkpoint keygen`, `sign`, `list`, and `verify --checkpoint`.
 pub mod checkpoints;
@@ -14,6 +16,8 @@ pub mod checkpoints;
 pub mod completions;
 /// `copy`: a ledger into a new PostgreSQL ledger.
 pub mod copy;
+/// Decision records: `decisions` (the listing), `decisions show`, `decisions integrate`.
+pub mod decisions;
 /// `demo`: an example ledger built one command at a time.
 pub mod demo;
 /// Sessions and labels: `init`, `create`, `state`, `raise`, `end`, `tree`.

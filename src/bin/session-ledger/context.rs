@@ -1,13 +1,13 @@
 //! What every command shares: where it runs ([`Context`]: the ledger at `--db`, who acts by
 //! default, and whether a read found an immutable lone copy), how it opens the ledger (creating
 //! it, for writing, or for reading), who acts (`--actor` and its defaults), and reading the
-//! files an operator hands a command (a key, a checkpoint, a receipt). Every command module uses
-//! this one; it uses none of them.
+//! files an operator hands a command (a key, a checkpoint, a receipt) and the times it filters
+//! by. Every command module uses this one; it uses none of them.
 
 use std::cell::Cell;
 use std::path::Path;
 
-use session_ledger::{Config, Error, Ledger, StorageError, VerifierKey};
+use session_ledger::{Config, Error, InputError, Ledger, StorageError, VerifierKey};
 
 use crate::error::CliError;
 
@@ -146,6 +146,13 @@ fn open_for_reading_at(path: &Path) -> Result<Ledger, Error> {
         }
         opened => opened,
     }
+}
+
+/// A time as `--since` and `--until` take it: RFC 3339 (`2026-11-30T12:00:00Z`).
+pub fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, Error> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|_| Error::Input(InputError::InvalidTime(text.to_owned())))
 }
 
 /// A file's text, or an error that names the file as `what`.

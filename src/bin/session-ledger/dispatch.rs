@@ -5,7 +5,9 @@
 use std::io::Write;
 
 use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand};
-use crate::commands::{audit, authority, checkpoints, completions, copy, demo, sessions};
+use crate::commands::{
+    audit, authority, checkpoints, completions, copy, decisions, demo, sessions,
+};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::render::{self, Format, Report};
@@ -33,9 +35,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), 
 }
 
 /// Runs `command` on the ledger of `ctx`: its library call, its output on `out` in `format`,
-/// and a note for the reader on `notes` (the next page of `audit --limit`, a ledger read as an
-/// immutable copy). A `verify`, `check` or `audit verify-receipt` that found problems prints its
-/// report and then fails.
+/// and a note for the reader on `notes` (the next page of `audit --limit` or of `decisions`, a
+/// ledger read as an immutable copy). A `verify`, `check` or `audit verify-receipt` that found
+/// problems prints its report and then fails.
 /// Returns what was printed.
 ///
 /// # Errors
@@ -56,6 +58,7 @@ pub fn ledger(
             command:
                 Some(AuditCommand::Export {
                     after,
+                    decisions: false,
                     follow,
                     format: feed,
                     poll,
@@ -64,6 +67,24 @@ pub fn ledger(
         } => audit::export(
             ctx,
             *after,
+            *follow,
+            feed,
+            std::time::Duration::from_millis(*poll),
+            out,
+        )?,
+        LedgerCommand::Audit {
+            command:
+                Some(AuditCommand::Export {
+                    after,
+                    decisions: true,
+                    follow,
+                    format: feed,
+                    poll,
+                }),
+            ..
+        } => audit::export_decisions(
+            ctx,
+            u64::try_from(*after).unwrap_or(0),
             *follow,
             feed,
             std::time::Duration::from_millis(*poll),
@@ -190,8 +211,17 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             read_only,
             classify,
             tool,
+            record,
             command,
-        } => authority::decide(ctx, id, *read_only, *classify, tool, command),
+        } => authority::decide(ctx, id, *read_only, *classify, tool, record, command),
+        LedgerCommand::Decisions {
+            command: Some(command),
+            ..
+        } => decisions::run(ctx, command),
+        LedgerCommand::Decisions {
+            command: None,
+            filters,
+        } => decisions::list(ctx, filters),
         LedgerCommand::Classify { command } => authority::classify(command),
         LedgerCommand::Epoch(command) => authority::epoch(ctx, command),
         LedgerCommand::Checkpoint(CheckpointCommand::Keygen { key, name }) => {

@@ -26,6 +26,9 @@ pub enum CliError {
     /// `audit verify-receipt`: the check named failed, for the reason given.
     #[error("the receipt does not check out: the {check} check is INVALID: {why}")]
     ReceiptUnverified { check: &'static str, why: String },
+    /// `decisions show` was given the id of no record the ledger holds.
+    #[error("the ledger holds no decision record {0:?} (`session-ledger decisions` lists them)")]
+    UnknownRecord(String),
     /// `init` was given a ledger in a folder that does not exist (`exists` false) or in a path
     /// that is not a folder.
     #[error("{}", no_folder(folder, ledger, *exists))]
@@ -68,6 +71,13 @@ fn with_advice(e: &Error) -> String {
                  {seq}:{hash}` passes while it is in the trail)"
             )
         }
+        Error::Storage(StorageError::DecisionsUnknown { records, .. }) if !records.is_empty() => {
+            return format!(
+                "{e} (look for it before asking again: `session-ledger decisions show {}` \
+                 finds it while it is on the record)",
+                records[0]
+            )
+        }
         _ => "",
     };
     format!("{e}{advice}")
@@ -86,6 +96,7 @@ impl CliError {
             CliError::CheckpointUnverified => "unverified_checkpoint",
             CliError::CheckFailed => "check_failed",
             CliError::ReceiptUnverified { .. } => "unverified_receipt",
+            CliError::UnknownRecord(_) => "unknown_record",
             CliError::NoFolder { .. } => "no_folder",
         }
     }
@@ -97,7 +108,9 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
-            CliError::Ledger(Error::Storage(StorageError::DurabilityUnknown { .. })) => 3,
+            CliError::Ledger(Error::Storage(
+                StorageError::DurabilityUnknown { .. } | StorageError::DecisionsUnknown { .. },
+            )) => 3,
             _ => 1,
         }
     }

@@ -1,10 +1,12 @@
 //! Every line the command line prints: what a command produced ([`Report`]) as text or as JSON,
 //! the note beside it on stderr, and an error. The text of sessions and labels, of authority
-//! (postures, decisions, revocations, patterns) and of the audit trail lives in the submodules.
+//! (postures, decisions, revocations, patterns), of the audit trail and of decision records
+//! lives in the submodules.
 
 mod audit;
 mod authority;
 mod checkpoints;
+mod decisions;
 mod sessions;
 
 use std::io::Write;
@@ -12,9 +14,10 @@ use std::io::Write;
 use serde_json::json;
 use session_ledger::{
     AuditEntry, AuditHead, Authority, CheckReport, CheckpointVerification, Classification,
-    CommandPattern, Copied, Created, Decision, Ended, EpochStart, Explanation, PatternAdded,
-    PatternReview, PatternTest, Posture, RaiseOutcome, ReceiptCheck, RecordedCheckpoint,
-    Revocation, Scope, SessionState, SignedCheckpoint, TreeNode, Verification,
+    CommandPattern, Copied, Created, Decision, DecisionRecord, Ended, EpochStart, Explanation,
+    Integrated, PatternAdded, PatternReview, PatternTest, Posture, RaiseOutcome, ReceiptCheck,
+    Recorded, RecordedCheckpoint, Revocation, Scope, SessionState, SignedCheckpoint, TreeNode,
+    Verification,
 };
 
 use crate::error::CliError;
@@ -104,6 +107,18 @@ pub enum Report {
     Scopes(Vec<Scope>),
     /// `decide`.
     Decided(Decision),
+    /// `decide --record`: the decision and its record's id.
+    Recorded(Recorded),
+    /// `decisions`: one page of records, newest first, and the `--before` of the next page
+    /// when there is one.
+    Decisions {
+        records: Vec<DecisionRecord>,
+        next_before: Option<i64>,
+    },
+    /// `decisions show`.
+    DecisionRecord(Box<DecisionRecord>),
+    /// `decisions integrate`.
+    DecisionsIntegrated(Integrated),
     /// `epoch start`.
     EpochStarted(EpochStart),
     /// `epoch show`: the current epoch.
@@ -332,6 +347,22 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
             &json!({ "verdict": decision.verdict, "reason": decision.reason }),
             || authority::describe_decision(decision),
         ),
+        Report::Recorded(recorded) => emit(out, json, recorded, || {
+            format!(
+                "{}\nrecorded {}",
+                authority::describe_decision(&recorded.decision),
+                recorded.record
+            )
+        }),
+        Report::Decisions { records, .. } => listing(out, format, records, |out| {
+            decisions::print_decisions(out, records)
+        }),
+        Report::DecisionRecord(record) => {
+            emit(out, json, record, || decisions::describe_record(record))
+        }
+        Report::DecisionsIntegrated(integrated) => emit(out, json, integrated, || {
+            decisions::describe_integrated(integrated)
+        }),
         Report::EpochStarted(start) => emit(out, json, start, || {
             format!(
                 "epoch {} started: {} postures lapsed, {} carried over",
@@ -373,10 +404,15 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
 }
 
 /// The line for stderr beside `report`, if it has one: where the next page of a limited
-/// `audit` starts, as `next page: --before SEQ` or, with `json`, `{"next_before": SEQ}`.
+/// `audit` starts, as `next page: --before SEQ` or, with `json`, `{"next_before": SEQ}`; and
+/// of `decisions`, as `next page: --before ID`.
 pub fn note(json: bool, report: &Report) -> Option<String> {
     match report {
         Report::Audit {
+            next_before: Some(seq),
+            ..
+        }
+        | Report::Decisions {
             next_before: Some(seq),
             ..
         } => Some(if json {

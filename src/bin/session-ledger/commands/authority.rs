@@ -1,14 +1,16 @@
 //! The commands on authority: postures (`trust`, `revoke`, `revoke-all`), the grants judged for
-//! one session (`pattern`, `scope`), a decision (`decide`) and the read-only classifier it can
-//! use (`classify`), what may approve for a session now
+//! one session (`pattern`, `scope`), a decision (`decide`, recorded with `--record`) and the
+//! read-only classifier it can use (`classify`), what may approve for a session now
 //! (`authority`) and why a session holds what it holds (`explain`), and the posture epochs
 //! (`epoch`).
 
 use session_ledger::{
-    AlsoRevoke, NewPattern, PostureLevel, Propagation, ReadOnly, ToolCall, ToolRule,
+    AlsoRevoke, AskedBy, NewPattern, PostureLevel, Propagation, ReadOnly, ToolCall, ToolRule,
 };
 
-use crate::args::{AlsoRevokeArgs, EpochCommand, PatternCommand, ScopeCommand, ToolCallArgs};
+use crate::args::{
+    AlsoRevokeArgs, EpochCommand, PatternCommand, RecordArgs, ScopeCommand, ToolCallArgs,
+};
 use crate::context::{acting, command_line, open_existing, open_for_reading, Context};
 use crate::error::CliError;
 use crate::render::Report;
@@ -189,29 +191,41 @@ pub fn scope(ctx: &Context<'_>, command: &ScopeCommand) -> Result<Report, CliErr
 
 /// `decide`: whether `id` may run `command` now, the caller saying it only reads
 /// (`--read-only`) or the ledger classifying it (`--classify`); or, with `--tool`, whether it
-/// may make that tool call.
+/// may make that tool call. With `--record`, the decision and its record in one call, which
+/// returns no decision without its committed record: an answer is never printed unrecorded.
 pub fn decide(
     ctx: &Context<'_>,
     id: &str,
     read_only: bool,
     classify: bool,
     tool: &ToolCallArgs,
+    record: &RecordArgs,
     command: &[String],
 ) -> Result<Report, CliError> {
+    let asker = record
+        .record
+        .then(|| acting(ctx, &record.actor))
+        .transpose()?;
     let ledger = open_existing(ctx.db)?;
-    if tool.tool.is_some() {
-        return Ok(Report::Decided(ledger.decide_tool(id, &tool_call(tool)?)?));
-    }
     let read_only = if classify {
         ReadOnly::Classify
     } else {
         ReadOnly::from(read_only)
     };
-    Ok(Report::Decided(ledger.decide(
-        id,
-        &command_line(command),
-        read_only,
-    )?))
+    let Some(actor) = asker else {
+        return Ok(Report::Decided(match tool.tool {
+            Some(_) => ledger.decide_tool(id, &tool_call(tool)?)?,
+            None => ledger.decide(id, &command_line(command), read_only)?,
+        }));
+    };
+    let asked = AskedBy {
+        actor: &actor,
+        tool_use_id: record.tool_use_id.as_deref(),
+    };
+    Ok(Report::Recorded(match tool.tool {
+        Some(_) => ledger.decide_tool_and_record(id, &tool_call(tool)?, &asked)?,
+        None => ledger.decide_and_record(id, &command_line(command), read_only, &asked)?,
+    }))
 }
 
 /// The library's view of `--tool NAME [--path P] [--url U] [--root DIR]`.

@@ -1,11 +1,13 @@
 //! The text of the audit trail: its rows, a verification of its chain, a check of the file, and
-//! an explanation of why a session holds what it holds, which ends with the session's rows.
+//! an explanation of why a session holds what it holds, which ends with the session's rows and
+//! its latest recorded decisions.
 
 use std::io::Write;
 
 use session_ledger::{AuditEntry, CheckReport, Explanation, Materialized, Verification, Withheld};
 
 use super::authority::{approves_words, posture_words, withheld_words};
+use super::decisions::print_decisions;
 use super::sessions::label_words;
 use super::{count, widest};
 use crate::error::CliError;
@@ -110,7 +112,7 @@ pub fn describe_check(report: &CheckReport) -> String {
 }
 
 /// `explain`'s text: the session, its label's provenance, its posture and the grant it came
-/// from, its patterns and live scopes, and its audit rows.
+/// from, its patterns and live scopes, its audit rows, and its latest recorded decisions.
 pub fn print_explanation(out: &mut dyn Write, e: &Explanation) -> Result<(), CliError> {
     let s = &e.session;
     let origin = match &s.created_by {
@@ -191,5 +193,11 @@ pub fn print_explanation(out: &mut dyn Write, e: &Explanation) -> Result<(), Cli
     writeln!(out, "  approves: {}", approves_words(&e.authority))?;
     writeln!(out, "  audit rows:")?;
     print_audit(out, &e.audit)?;
+    if e.decisions.is_empty() {
+        writeln!(out, "  decisions: none recorded")?;
+    } else {
+        writeln!(out, "  latest decisions, newest first:")?;
+        print_decisions(out, &e.decisions)?;
+    }
     Ok(())
 }
