@@ -1147,4 +1147,44 @@ impl PyLedger {
         };
         checkpoints::to_dict(py, &values)
     }
+
+    /// At most `limit` integrated decision records after position `after` of the decision
+    /// log, oldest first, each as the command line's `--json decisions` object or, with
+    /// `format="ocsf"`, as an OCSF API Activity event: the decision feed.
+    #[pyo3(signature = (after, *, limit=1000, format=String::from("jsonl")))]
+    fn export_decisions<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::position_after)] after: i64,
+        #[pyo3(from_py_with = arguments::whole_limit)] limit: i64,
+        #[pyo3(from_py_with = arguments::format)] format: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let format = format.as_str();
+        let limit = to_u32(py, "limit", "invalid_limit", limit)?;
+        if format != "jsonl" && format != "ocsf" {
+            return Err(errors::invalid(
+                py,
+                "invalid_format",
+                format!("format must be \"jsonl\" or \"ocsf\", not {format:?}"),
+            ));
+        }
+        let after = u64::try_from(after).map_err(|_| {
+            errors::invalid(
+                py,
+                "invalid_position",
+                format!("after is a position of the decision log, 0 or more, not {after}"),
+            )
+        })?;
+        let records = self.call(py, |l| l.decisions_after(after, limit))?;
+        let values: Vec<serde_json::Value> = if format == "ocsf" {
+            records.iter().map(sl::ocsf_decision).collect()
+        } else {
+            records
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()
+                .map_err(|e| errors::invalid(py, "json_encoding", e.to_string()))?
+        };
+        checkpoints::to_dict(py, &values)
+    }
 }

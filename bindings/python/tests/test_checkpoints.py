@@ -131,3 +131,40 @@ def test_every_kind_exported_as_ocsf_validates_against_the_ocsf_schema(ledger: L
     # The validator refuses what the schema does not allow: the test would catch a bad mapping.
     wrong = dict(events[0], type_uid=1)
     assert list(validators[events[0]["class_uid"]].iter_errors(wrong))
+
+
+def test_every_verdict_exported_as_ocsf_validates_against_the_ocsf_schema(ledger: Ledger) -> None:
+    ledger.create_root("worker", actor=ACTOR)
+    ledger.grant("worker", "trust_reads", actor=ACTOR)
+    ledger.add_pattern("worker", "npm test", actor=ACTOR)
+    for command in ["git log -3", "npm test", "rm -rf build"]:
+        ledger.decide("worker", command, classify=True, record=True, asked_by="claude-code")
+    ledger.decide_tool(
+        "worker",
+        "WebFetch",
+        url="https://docs.rs",
+        record=True,
+        asked_by="claude-code",
+        tool_use_id="toolu_01",
+    )
+    ledger.integrate_decisions(actor=ACTOR)
+    events = ledger.export_decisions(0, format="ocsf")
+    records = ledger.export_decisions(0)
+    assert len(events) == len(records) == 4
+    schema = OcsfJsonSchemaEmbedded(get_ocsf_schema(version=session_ledger.OCSF_VERSION))
+    name = schema.lookup_class_name_from_uid(class_uid=events[0]["class_uid"])
+    # The decision, its disposition and the authorizations are the security_control profile's.
+    validator = Draft202012Validator(
+        schema.get_class_schema(class_name=name, profiles=["security_control"])
+    )
+    for event, record in zip(events, records):
+        errors = [e.message for e in validator.iter_errors(event)]
+        assert errors == [], (record["verdict"], errors)
+        assert event["metadata"]["uid"] == record["record"]
+        assert event["metadata"]["sequence"] == record["seq"]
+        assert event["authorizations"][0]["decision"] == record["verdict"]
+    assert [r["seq"] for r in records] == [1, 2, 3, 4]
+    assert ledger.export_decisions(2) == records[2:], "the feed resumes after a position"
+    assert {r["verdict"] for r in records} == {"approve", "ask"}
+    # The validator refuses what the schema does not allow: the test would catch a bad mapping.
+    assert list(validator.iter_errors(dict(events[0], type_uid=1)))

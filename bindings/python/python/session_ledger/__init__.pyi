@@ -1539,3 +1539,11 @@ class Ledger:
         """At most ``limit`` audit rows after row ``after``, oldest first, each as the command
         line's ``--json audit`` object or, with ``format="ocsf"``, as an OCSF event: a feed
         that resumes exactly from the last ``seq`` kept."""
+    def export_decisions(
+        self, after: int, *, limit: int = 1000, format: Literal["jsonl", "ocsf"] = "jsonl"
+    ) -> List[Dict[str, Any]]:
+        """At most ``limit`` integrated decision records after position ``after`` of the
+        decision log, oldest first, each as the command line's ``--json decisions`` object or,
+        with ``format="ocsf"``, as an OCSF 1.7.0 API Activity event with the
+        ``security_control`` profile (the verdict in ``authorizations[0].decision``): the
+        decision feed, which resumes exactly from the last position kept."""
