@@ -1,6 +1,7 @@
 //! Decision records on the command line: `decide --record` (the verdict printed only once its
 //! record is committed, and never on a ledger it cannot write), `decisions` and its filters,
-//! its pages and its JSON, `decisions show` and `decisions integrate`, the latest decisions at
+//! its pages and its JSON, `decisions show` and `decisions integrate`, a record's receipt and
+//! its offline check (`decisions prove`, `decisions verify-receipt`), the latest decisions at
 //! the end of `explain`, and the decision log as a feed (`audit export --decisions`, as JSON
 //! lines and as OCSF events) that resumes from a position with no record lost or repeated.
 //! What a record holds and how it is integrated and verified is tests/decisions.rs's, against
@@ -571,6 +572,82 @@ fn decisions_integrate_gives_queued_records_positions_and_says_what_it_did(
     Ok(())
 }
 
+fn decisions_prove_prints_a_receipt_that_verify_receipt_checks_with_the_key_alone(
+    engine: Engine,
+) -> TestResult {
+    let Some((fx, made)) = recorded_ledger(engine)? else {
+        return Ok(());
+    };
+    let key = fx.dir().join("ledger.key");
+    let key = key.to_str().unwrap();
+    let verifier = ok(
+        &fx,
+        &[
+            "checkpoint",
+            "keygen",
+            "--key",
+            key,
+            "--name",
+            "example.com/l",
+        ],
+    )?;
+    let verifier = verifier.trim();
+    let record = text(&made[2]["record"]);
+    // Not covered before a checkpoint: it waits in the queue.
+    let r = run(&fx, &["--json", "decisions", "prove", record]);
+    assert_eq!(r.status.code(), Some(1), "{r:?}");
+    assert_eq!(json_error(&r, "prove")?["kind"], "not_covered");
+    // Signing integrates first; the receipt is then against that checkpoint.
+    ok(
+        &fx,
+        &["checkpoint", "sign", "--key", key, "--actor", "alice"],
+    )?;
+    let receipt = ok(&fx, &["decisions", "prove", record])?;
+    let file = fx.dir().join("receipt.json");
+    std::fs::write(&file, &receipt)?;
+    let file = file.to_str().unwrap();
+    // Offline: no ledger is opened.
+    let checked = run_raw(
+        fx.dir(),
+        &[
+            "decisions",
+            "verify-receipt",
+            file,
+            "--verifier-key",
+            verifier,
+        ],
+    );
+    assert_eq!(checked.status.code(), Some(0), "{checked:?}");
+    let said = checked.stdout.clone();
+    assert!(
+        said.contains(&format!("decision record {record} is at position 3")),
+        "{said}"
+    );
+    // A receipt whose record says something else fails, naming the decision check.
+    let forged = receipt.replace("rm -rf build", "rm -rf buile");
+    assert_ne!(forged, receipt);
+    std::fs::write(file, forged)?;
+    let r = run_raw(
+        fx.dir(),
+        &[
+            "--json",
+            "decisions",
+            "verify-receipt",
+            file,
+            "--verifier-key",
+            verifier,
+        ],
+    );
+    assert_eq!(r.status.code(), Some(1), "{r:?}");
+    let v: Value = serde_json::from_str(&r.stdout)?;
+    assert_eq!(v["ok"], false);
+    assert!(
+        text(&v["why"]).contains("not the one the batch holds"),
+        "{v}"
+    );
+    Ok(())
+}
+
 fn decisions_show_prints_one_record_whole_and_an_unknown_one_fails(engine: Engine) -> TestResult {
     let Some((fx, made)) = recorded_ledger(engine)? else {
         return Ok(());
@@ -1012,6 +1089,7 @@ fn help_lists_decisions_and_the_completions_name_it_and_its_subcommands() -> Tes
 }
 
 engine_tests! {
+    decisions_prove_prints_a_receipt_that_verify_receipt_checks_with_the_key_alone,
     decide_record_prints_the_verdict_then_the_record_and_decisions_lists_it_with_its_authority,
     decide_record_json_is_the_decision_with_its_record_and_a_tool_call_is_recorded_as_one,
     decisions_filters_by_session_subtree_verdict_authority_and_time,

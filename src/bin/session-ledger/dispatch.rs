@@ -129,6 +129,10 @@ pub fn ledger(
             check: failed.as_str(),
             why: check.why.clone().unwrap_or_default(),
         }),
+        Report::DecisionReceiptChecked(check) if !check.ok => Err(CliError::ReceiptUnverified {
+            check: "decision",
+            why: check.why.clone().unwrap_or_default(),
+        }),
         _ => Ok(report),
     }
 }

@@ -14,10 +14,10 @@ use std::io::Write;
 use serde_json::json;
 use session_ledger::{
     AuditEntry, AuditHead, Authority, CheckReport, CheckpointVerification, Classification,
-    CommandPattern, Copied, Created, Decision, DecisionRecord, Ended, EpochStart, Explanation,
-    Integrated, PatternAdded, PatternReview, PatternTest, Posture, RaiseOutcome, ReceiptCheck,
-    Recorded, RecordedCheckpoint, Revocation, Scope, SessionState, SignedCheckpoint, TreeNode,
-    Verification,
+    CommandPattern, Copied, Created, Decision, DecisionReceiptCheck, DecisionRecord, Ended,
+    EpochStart, Explanation, Integrated, PatternAdded, PatternReview, PatternTest, Posture,
+    RaiseOutcome, ReceiptCheck, Recorded, RecordedCheckpoint, Revocation, Scope, SessionState,
+    SignedCheckpoint, TreeNode, Verification,
 };
 
 use crate::error::CliError;
@@ -119,6 +119,10 @@ pub enum Report {
     DecisionRecord(Box<DecisionRecord>),
     /// `decisions integrate`.
     DecisionsIntegrated(Integrated),
+    /// `decisions prove`: the receipt's text.
+    DecisionReceipt { record: String, text: String },
+    /// `decisions verify-receipt`.
+    DecisionReceiptChecked(DecisionReceiptCheck),
     /// `epoch start`.
     EpochStarted(EpochStart),
     /// `epoch show`: the current epoch.
@@ -363,6 +367,13 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::DecisionsIntegrated(integrated) => emit(out, json, integrated, || {
             decisions::describe_integrated(integrated)
         }),
+        Report::DecisionReceipt { record, text } if json => {
+            json_line(out, &json!({ "record": record, "receipt": text }))
+        }
+        Report::DecisionReceipt { text, .. } => Ok(writeln!(out, "{text}")?),
+        Report::DecisionReceiptChecked(check) => {
+            emit(out, json, check, || decisions::describe_receipt(check))
+        }
         Report::EpochStarted(start) => emit(out, json, start, || {
             format!(
                 "epoch {} started: {} postures lapsed, {} carried over",

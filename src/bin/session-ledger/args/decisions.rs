@@ -72,6 +72,28 @@ pub enum DecisionsCommand {
         /// The record's id (32 hex digits, as `decide --record` and `decisions` print it).
         record: String,
     },
+    /// Print a receipt for one record: its proof under its batch's root, and the batch's audit
+    /// row's proof under a checkpoint (the newest signed, by default), which anyone can check
+    /// with the verifier key alone.
+    Prove {
+        /// The record's id.
+        record: String,
+        /// The checkpoint to prove against (a file); default the newest one the ledger signed.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<std::path::PathBuf>,
+    },
+    /// Check a decision receipt (as `decisions prove` prints it) offline, with the verifier key
+    /// alone: the checkpoint's signature, the batch's row under it, and the record under the
+    /// batch's root; exit 0 only when all pass. Needs no ledger.
+    VerifyReceipt {
+        /// The receipt (a file).
+        #[arg(value_name = "FILE")]
+        receipt: std::path::PathBuf,
+        /// The verifier key of the checkpoint's signer: its text (NAME+KEYID+BASE64), or a file
+        /// holding it.
+        #[arg(long, value_name = "KEY")]
+        verifier_key: String,
+    },
     /// Integrate the queued records into the decision log: each gets the log's next position,
     /// and each batch an audit row that signed checkpoints cover.
     Integrate {

@@ -1,25 +1,50 @@
 //! The commands on decision records: the listing (`decisions`), one record whole (`decisions
-//! show`), and the queued records integrated into the decision log (`decisions integrate`).
+//! show`), a record's receipt and its offline check (`decisions prove`, `decisions
+//! verify-receipt`), and the queued records integrated into the decision log (`decisions
+//! integrate`).
 //! A decision is recorded by `decide --record` (the authority group's), and the log read as a
 //! feed by `audit export --decisions` (the trail's).
 
 use session_ledger::DecisionQuery;
 
 use crate::args::{DecisionFilters, DecisionsCommand};
-use crate::context::{acting, open_existing, open_for_reading, parse_time, Context};
+use crate::context::{
+    acting, open_existing, open_for_reading, parse_time, read_file, verifier_key, Context,
+};
 use crate::error::CliError;
 use crate::render::Report;
 
 /// The most records one read of the ledger returns.
 const MAX_PAGE: u32 = 10_000;
 
-/// `decisions show` and `decisions integrate`.
+/// `decisions show`, `decisions prove`, `decisions verify-receipt` and `decisions integrate`.
 pub fn run(ctx: &Context<'_>, command: &DecisionsCommand) -> Result<Report, CliError> {
     match command {
         DecisionsCommand::Show { record } => match open_for_reading(ctx)?.decision(record)? {
             Some(found) => Ok(Report::DecisionRecord(Box::new(found))),
             None => Err(CliError::UnknownRecord(record.clone())),
         },
+        DecisionsCommand::Prove { record, checkpoint } => {
+            let note = checkpoint
+                .as_deref()
+                .map(|p| read_file(p, "the checkpoint"))
+                .transpose()?;
+            let receipt = open_for_reading(ctx)?.prove_decision(record, note.as_deref())?;
+            Ok(Report::DecisionReceipt {
+                record: record.clone(),
+                text: receipt.to_text(),
+            })
+        }
+        DecisionsCommand::VerifyReceipt {
+            receipt,
+            verifier_key: key,
+        } => {
+            let text = read_file(receipt, "the receipt")?;
+            let key = verifier_key(key)?;
+            Ok(Report::DecisionReceiptChecked(
+                session_ledger::verify_decision_receipt(&text, &key)?,
+            ))
+        }
         DecisionsCommand::Integrate { actor } => {
             let who = acting(ctx, actor)?;
             let ledger = open_existing(ctx.db)?;

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use session_ledger::{DecisionRecord, Integrated};
+use session_ledger::{DecisionReceiptCheck, DecisionRecord, Integrated};
 
 use super::{count, widest};
 use crate::error::CliError;
@@ -190,6 +190,21 @@ pub fn describe_integrated(i: &Integrated) -> String {
         records(i.log_size),
         i.queued
     )
+}
+
+/// `decisions verify-receipt`: what checked out, or why not.
+pub fn describe_receipt(c: &DecisionReceiptCheck) -> String {
+    let record = c.record.as_deref().unwrap_or("(unreadable)");
+    match (c.ok, c.seq, c.batch) {
+        (true, Some(seq), Some(batch)) => format!(
+            "the receipt checks out: decision record {record} is at position {seq} of the \
+             decision log, in the batch of audit row {batch}, under the signed checkpoint"
+        ),
+        _ => format!(
+            "the receipt does not check out for decision record {record}: {}",
+            c.why.as_deref().unwrap_or("no reason given")
+        ),
+    }
 }
 
 #[cfg(test)]
