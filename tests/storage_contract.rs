@@ -383,13 +383,14 @@ fn a_decision_record_written_by_hand_keeps_its_form(engine: Engine) -> TestResul
         &decision_insert(&[("reason", "'nothing'")]),
         &[says.not_json],
     );
-    // A second record with the same id.
+    // A second record with the same id: the key refuses it, or first (on SQLite) the
+    // trigger that also refuses a replacing insert.
     f.exec(&decision_insert(&[]))?;
     let stored = f.snapshot();
     refused(
         &mut shell,
         &decision_insert(&[("verdict", "'approve'"), ("authority", "'trust'")]),
-        &[says.unique],
+        &[says.unique, "decision records are append-only"],
     );
     assert_eq!(f.snapshot(), stored);
     assert_ne!(stored, before);
@@ -437,12 +438,47 @@ fn a_record_appended_by_hand_is_queued_and_leaves_the_queue_only_for_the_log(
         f.query("SELECT seq, batch FROM decision_records"),
         [[Some("1".to_owned()), Some(batch[0].clone())]]
     );
-    // Out of the queue, a record can no more go back in by an update than by hand.
+    // Out of the queue, a record can no more go back in by an update than by hand: a queue
+    // row for a logged record would stop every later integration on the log's key.
     refused(
         &mut shell,
         &format!("UPDATE decision_log SET decision = {id}"),
         &["the decision log is append-only"],
     );
+    refused(
+        &mut shell,
+        &format!("INSERT INTO decision_queue (id) VALUES ({id})"),
+        &["a decision record already in the log does not wait in the queue"],
+    );
+    // A second record under the same record id, or a replacement of the stored one, is refused
+    // (SQLite's `INSERT OR REPLACE` would otherwise delete the old row without a trigger).
+    let again = decision_insert(&[("input", "'id'")]);
+    let mut edits = vec![again.clone()];
+    if engine == Engine::Sqlite {
+        edits.push(again.replacen("INSERT INTO", "INSERT OR REPLACE INTO", 1));
+        // Another record id, in the stored record's `id`.
+        edits.push(
+            decision_insert(&[("record", "'fedcba9876543210fedcba9876543210'")])
+                .replacen(
+                    "INSERT INTO decisions (",
+                    "INSERT OR REPLACE INTO decisions (id, ",
+                    1,
+                )
+                .replacen("VALUES (", &format!("VALUES ({id}, "), 1),
+        );
+    }
+    for sql in &edits {
+        refused(
+            &mut shell,
+            sql,
+            &[
+                "decision records are append-only",
+                "duplicate key value",
+                "UNIQUE constraint",
+            ],
+        );
+    }
+    assert_eq!(f.ledger.integrate_decisions("op")?.records, 0);
     assert!(f.ledger.verify(None)?.ok);
     Ok(())
 }

@@ -125,6 +125,26 @@ FOR EACH STATEMENT EXECUTE FUNCTION decisions_are_queued();
 COMMENT ON TRIGGER decisions_are_queued ON decisions IS
     'session-ledger: C40, every new decision record waits in the queue until it is integrated';
 
+-- Only a record the log does not hold yet waits: a queue row for a logged record would stop
+-- every later integration on the log's key. A statement trigger over the new ids, which it
+-- reads by key: it costs what the statement inserts.
+CREATE FUNCTION decision_queue_takes_only_what_is_not_logged() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM new_ids AS n JOIN decision_log AS l ON l.decision = n.id) THEN
+        RAISE EXCEPTION USING ERRCODE = 'SL001',
+            MESSAGE = 'session-ledger: a decision record already in the log does not wait in the queue';
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER decision_queue_takes_only_what_is_not_logged
+AFTER INSERT ON decision_queue
+REFERENCING NEW TABLE AS new_ids
+FOR EACH STATEMENT EXECUTE FUNCTION decision_queue_takes_only_what_is_not_logged();
+COMMENT ON TRIGGER decision_queue_takes_only_what_is_not_logged ON decision_queue IS
+    'session-ledger: C40, a record the log holds is not queued again';
+
 CREATE FUNCTION decision_queue_keeps_what_is_not_integrated() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN

@@ -76,6 +76,18 @@ CREATE INDEX decisions_by_tree ON decisions (tree, id);
 -- Decisions in a time range.
 CREATE INDEX decisions_by_time ON decisions (at);
 
+-- A record is written once: an insert with the id or the record id of a stored record is
+-- refused, `INSERT OR REPLACE` included, whose replace would otherwise delete the old row
+-- without firing a delete trigger.
+CREATE TRIGGER decisions_are_never_replaced
+BEFORE INSERT ON decisions
+WHEN EXISTS (SELECT 1 FROM decisions WHERE id = NEW.id)
+  OR EXISTS (SELECT 1 FROM decisions WHERE record = NEW.record)
+BEGIN
+    -- contract C38: decision records never change
+    SELECT RAISE(ABORT, 'session-ledger: decision records are append-only');
+END;
+
 CREATE TRIGGER decisions_are_append_only_update
 BEFORE UPDATE ON decisions
 BEGIN
@@ -101,6 +113,16 @@ AFTER INSERT ON decisions
 BEGIN
     -- contract C40: every record is integrated
     INSERT INTO decision_queue (id) VALUES (NEW.id);
+END;
+
+-- Only a record the log does not hold yet waits: a queue row for a logged record would stop
+-- every later integration on the log's key.
+CREATE TRIGGER decision_queue_takes_only_what_is_not_logged
+BEFORE INSERT ON decision_queue
+WHEN EXISTS (SELECT 1 FROM decision_log WHERE decision = NEW.id)
+BEGIN
+    -- contract C40: every record is integrated
+    SELECT RAISE(ABORT, 'session-ledger: a decision record already in the log does not wait in the queue');
 END;
 
 CREATE TRIGGER decision_queue_keeps_what_is_not_integrated
