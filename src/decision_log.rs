@@ -100,8 +100,13 @@ pub struct DecisionRecord {
     /// What decided, the reason's kind: `trust`, `trust_reads`, `pattern`, `tool_rule`,
     /// `scope`, or why nothing did: `nothing`, `session_ended`, `unknown_session`.
     pub authority: String,
-    /// The reason, as [`Reason`] writes it.
+    /// The reason, as [`Reason`](crate::Reason) writes it. Serialized as the stored text, byte
+    /// for byte, so that the JSON of a record gives the bytes its leaf hashes.
+    #[serde(skip)]
     pub reason: serde_json::Value,
+    /// The reason's stored text.
+    #[serde(rename = "reason", serialize_with = "raw_json")]
+    reason_text: String,
     /// Who asked.
     pub asked_by: String,
     /// The agent's id for the tool call.
@@ -332,12 +337,20 @@ pub(crate) fn record_of(row: DecisionRow) -> Result<DecisionRecord> {
         verdict: row.verdict,
         authority: row.authority,
         reason,
+        reason_text: row.reason,
         asked_by: row.asked_by,
         tool_use_id: row.tool_use_id,
         seq: row.seq.and_then(|s| u64::try_from(s).ok()),
         batch: row.batch,
         id: row.id,
     })
+}
+
+/// `text`, which holds a JSON value, written out as it is.
+fn raw_json<S: serde::Serializer>(text: &str, s: S) -> std::result::Result<S::Ok, S::Error> {
+    let raw = serde_json::value::RawValue::from_string(text.to_owned())
+        .map_err(serde::ser::Error::custom)?;
+    raw.serialize(s)
 }
 
 /// The records `query` names, newest first.

@@ -74,6 +74,21 @@ fn a_recorded_decision_is_on_the_record_with_its_reason_and_who_asked(
         serde_json::json!(["conductor", "worker-2"])
     );
     assert_eq!(r.seq, None, "queued until integrated");
+    // Its JSON carries the reason as stored, the bytes its leaf hashes.
+    let stored = f.column(&format!(
+        "SELECT reason FROM decisions WHERE record = '{}'",
+        r.record
+    ));
+    let json = serde_json::to_string(r)?;
+    assert!(
+        json.contains(&format!("\"reason\":{}", stored[0])),
+        "{json}"
+    );
+    assert!(
+        stored[0].starts_with("{\"kind\":\"trust_reads\",\"posture\":"),
+        "the reason's own order, not sorted: {}",
+        stored[0]
+    );
     assert_eq!(records[0].authority, "nothing");
     let nobody = f.ledger.decision(&unknown.record)?.expect("recorded");
     assert_eq!(
