@@ -119,6 +119,19 @@ pub fn ocsf_event(entry: &AuditEntry) -> Value {
                 "data": entry.detail,
             }
         }),
+        3004 if entry.kind == AuditKind::DecisionsIntegrate => json!({
+            // A batch of decision records: named by its positions in the decision log.
+            "entity": {
+                "type": "decision batch",
+                "uid": format!(
+                    "{}+{}",
+                    entry.detail.get("first").map(ToString::to_string).unwrap_or_default(),
+                    entry.detail.get("count").map(ToString::to_string).unwrap_or_default()
+                ),
+                "name": "decisions",
+                "data": entry.detail,
+            }
+        }),
         3004 => json!({
             "entity": { "type": "label", "uid": session, "name": session, "data": entry.detail }
         }),

@@ -97,6 +97,8 @@ def test_every_kind_exported_as_ocsf_validates_against_the_ocsf_schema(ledger: L
     ledger.grant_scope("conductor", "hotfix", ttl_seconds=60, actor=ACTOR)
     ledger.revoke_scope("conductor", "hotfix", actor=ACTOR)
     ledger.remove_pattern("worker", "npm test", actor=ACTOR)
+    # A recorded decision: signing integrates it first, in a decisions.integrate row.
+    ledger.decide("conductor", "ls", record=True, asked_by="claude-code")
     ledger.checkpoint(session_ledger.generate_key("example.com/ledger"), actor=ACTOR)
     events = ledger.export(0, format="ocsf")
     rows = ledger.export(0)
@@ -127,6 +129,7 @@ def test_every_kind_exported_as_ocsf_validates_against_the_ocsf_schema(ledger: L
         "scope.revoke",
         "epoch.start",
         "checkpoint.sign",
+        "decisions.integrate",
     }
     # The validator refuses what the schema does not allow: the test would catch a bad mapping.
     wrong = dict(events[0], type_uid=1)
