@@ -1,6 +1,6 @@
 //! A PostgreSQL deployment with a synchronous standby, across what its servers do to it: the
 //! standby's wait cancelled at a commit, a connection killed while its commit waits for the
-//! standby, readers on the standby, and the primary killed with SIGKILL and the standby
+//! standby (a write's, and a decision record's append), readers on the standby, and the primary killed with SIGKILL and the standby
 //! promoted while writers in several processes write through a URL naming both servers.
 //!
 //! It runs against the pair `scripts/with-postgres --standby` starts (`SESSION_LEDGER_TEST_
@@ -18,8 +18,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use postgres::{Client, NoTls};
 use session_ledger::{
-    AuditHead, AuditKind, AuditQuery, Config, Error, Ledger, Materialized, PostureLevel,
-    Propagation, StorageError,
+    AskedBy, AuditHead, AuditKind, AuditQuery, Config, DecisionQuery, Error, Ledger, Materialized,
+    PostureLevel, Propagation, StorageError,
 };
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -277,6 +277,79 @@ fn a_connection_killed_while_its_commit_waits_for_the_standby_is_unknown_while_t
     assert_eq!(*seq, head.seq + 1);
     say(&format!("a commit killed with the standby away: {e}"));
     pair.control(&["start-standby"]);
+    Ok(())
+}
+
+#[test]
+fn a_decision_record_whose_wait_for_the_standby_is_cancelled_is_reported_unknown_not_kept(
+) -> TestResult {
+    let Some(pair) = pair() else { return Ok(()) };
+    let _pair = take(&pair);
+    let url = pair.ledger_url("record_cancelled");
+    let ledger = Ledger::init(&url)?;
+    ledger.create_root("worker", "op")?;
+    let asked = AskedBy::actor("hook");
+
+    pair.control(&["stop-standby"]);
+    let outcome = std::thread::scope(|s| {
+        let record = s.spawn(|| ledger.decide_and_record("worker", "make", false, &asked));
+        let pid = pair.waiting_for_the_standby("record_cancelled");
+        let cancelled: bool = pair
+            .admin()
+            .query_one("SELECT pg_cancel_backend($1)", &[&pid])
+            .expect("cancel")
+            .get(0);
+        assert!(cancelled);
+        record.join().expect("the append panicked")
+    });
+    let e = outcome.expect_err("a record its standby never confirmed");
+    assert_eq!(e.kind(), "decisions_unknown", "{e}");
+    let Error::Storage(StorageError::DecisionsUnknown { records, .. }) = &e else {
+        panic!("not DecisionsUnknown: {e:?}");
+    };
+    // It is on the primary, where it may or may not last: the caller's look-up finds it there.
+    assert!(ledger.decision(&records[0])?.is_some());
+    say(&format!("a record's cancelled wait for the standby: {e}"));
+    pair.control(&["start-standby"]);
+    pair.control(&["heal"]);
+    Ok(())
+}
+
+#[test]
+fn a_decision_append_killed_while_it_waits_for_the_standby_is_sent_again_and_kept_once(
+) -> TestResult {
+    let Some(pair) = pair() else { return Ok(()) };
+    let _pair = take(&pair);
+    let url = pair.ledger_url("record_killed");
+    let ledger = Ledger::open_with(
+        &url,
+        Config::default()
+            .create_if_missing(true)
+            .failover_wait(Duration::from_secs(60)),
+    )?;
+    ledger.create_root("worker", "op")?;
+    let asked = AskedBy::actor("hook");
+
+    pair.control(&["stop-standby"]);
+    let outcome = std::thread::scope(|s| {
+        let record = s.spawn(|| ledger.decide_and_record("worker", "make", false, &asked));
+        let pid = pair.waiting_for_the_standby("record_killed");
+        let killed: bool = pair
+            .admin()
+            .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+            .expect("terminate")
+            .get(0);
+        assert!(killed);
+        // Sent again on a fresh connection, whose commit waits for the standby too.
+        pair.waiting_for_the_standby("record_killed");
+        pair.control(&["start-standby"]);
+        record.join().expect("the append panicked")
+    });
+    let recorded = outcome?;
+    pair.control(&["heal"]);
+    let all = ledger.decisions(&DecisionQuery::default())?;
+    assert_eq!(all.len(), 1, "kept once: {all:?}");
+    assert_eq!(all[0].record, recorded.record);
     Ok(())
 }
 
