@@ -168,6 +168,7 @@ mod tests {
             verdict: verdict.to_owned(),
             authority: "nothing".to_owned(),
             reason: json!({ "kind": "nothing" }),
+            reason_text: r#"{"kind":"nothing"}"#.to_owned(),
             asked_by: "hook".to_owned(),
             tool_use_id: None,
             seq: None,
