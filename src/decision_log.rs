@@ -10,8 +10,10 @@
 //! after it covers every record of the batch. docs/audit.md, "Decision records", says it for
 //! an auditor.
 
+mod ocsf;
 mod receipt;
 
+pub use ocsf::ocsf_decision;
 pub(crate) use receipt::Leaves;
 pub use receipt::{verify_decision_receipt, DecisionReceipt, DecisionReceiptCheck};
 
@@ -26,9 +28,6 @@ use crate::clock::format_ts;
 use crate::error::{Corruption, InputError, Result};
 use crate::model::{validate_actor, AuditKind, Id};
 use crate::storage::{DecisionFilter, DecisionRow, NewDecision, Read, Write};
-
-mod ocsf;
-pub use ocsf::ocsf_decision;
 
 /// The longest input a record keeps, in bytes; a longer one is cut on a character boundary
 /// and its SHA-256 kept beside it.
