@@ -42,7 +42,8 @@ impl Default for RecorderOptions {
 }
 
 /// Decides and records in batches: see the module's documentation. Cheap to share between
-/// threads (`&self` methods); dropping it appends what it holds and stops its thread.
+/// threads (`&self` methods); dropping it appends what it holds and stops its thread (when that
+/// last append fails, the records are lost: [`DecisionRecorder::close`] reports it).
 #[derive(Debug)]
 pub struct DecisionRecorder {
     shared: Arc<Shared>,
@@ -205,6 +206,18 @@ impl DecisionRecorder {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         Ok(state.appended)
+    }
+
+    /// Appends what it holds and stops its thread: how many records it appended since it
+    /// started. Dropping the recorder does the same, but cannot say when the last append
+    /// failed; this can.
+    ///
+    /// # Errors
+    ///
+    /// As [`DecisionRecorder::flush`]: the records it still held are named, and were not
+    /// appended.
+    pub fn close(self) -> Result<u64> {
+        self.flush()
     }
 
     /// How many records wait in memory now.

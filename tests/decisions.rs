@@ -504,13 +504,24 @@ fn a_record_whose_append_fails_is_reported_and_never_answered_as_kept(
     };
     f.exec(drop_it).map_err(|e| e.to_string())?;
     assert_eq!(recorder.flush()?, 2, "tried again, and kept");
+    recorder.decide("worker", "make 6", false, &asked())?;
+    refuse_appends(&f);
+    let closed = recorder.close();
+    assert!(
+        matches!(
+            &closed,
+            Err(Error::Storage(
+                session_ledger::StorageError::DecisionsUnknown { .. }
+            ))
+        ),
+        "closing says what it could not append: {closed:?}"
+    );
     let inputs: Vec<String> = ledger
         .decisions(&of_session("worker"))?
         .into_iter()
         .map(|r| r.input)
         .collect();
     assert_eq!(inputs, ["make 3", "make 1"]);
-    recorder.decide("worker", "make 5", false, &asked())?;
     Ok(())
 }
 
