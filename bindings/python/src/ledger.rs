@@ -1127,25 +1127,10 @@ impl PyLedger {
         #[pyo3(from_py_with = arguments::whole_limit)] limit: i64,
         #[pyo3(from_py_with = arguments::format)] format: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let format = format.as_str();
+        let ocsf = ocsf_format(py, &format)?;
         let limit = to_u32(py, "limit", "invalid_limit", limit)?;
-        if format != "jsonl" && format != "ocsf" {
-            return Err(errors::invalid(
-                py,
-                "invalid_format",
-                format!("format must be \"jsonl\" or \"ocsf\", not {format:?}"),
-            ));
-        }
         let rows = self.call(py, |l| l.audit_after(after, limit))?;
-        let values: Vec<serde_json::Value> = if format == "ocsf" {
-            rows.iter().map(sl::ocsf_event).collect()
-        } else {
-            rows.iter()
-                .map(serde_json::to_value)
-                .collect::<Result<_, _>>()
-                .map_err(|e| errors::invalid(py, "json_encoding", e.to_string()))?
-        };
-        checkpoints::to_dict(py, &values)
+        feed(py, &rows, ocsf.then_some(sl::ocsf_event))
     }
 
     /// At most `limit` integrated decision records after position `after` of the decision
@@ -1159,15 +1144,8 @@ impl PyLedger {
         #[pyo3(from_py_with = arguments::whole_limit)] limit: i64,
         #[pyo3(from_py_with = arguments::format)] format: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let format = format.as_str();
+        let ocsf = ocsf_format(py, &format)?;
         let limit = to_u32(py, "limit", "invalid_limit", limit)?;
-        if format != "jsonl" && format != "ocsf" {
-            return Err(errors::invalid(
-                py,
-                "invalid_format",
-                format!("format must be \"jsonl\" or \"ocsf\", not {format:?}"),
-            ));
-        }
         let after = u64::try_from(after).map_err(|_| {
             errors::invalid(
                 py,
@@ -1176,15 +1154,36 @@ impl PyLedger {
             )
         })?;
         let records = self.call(py, |l| l.decisions_after(after, limit))?;
-        let values: Vec<serde_json::Value> = if format == "ocsf" {
-            records.iter().map(sl::ocsf_decision).collect()
-        } else {
-            records
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<Result<_, _>>()
-                .map_err(|e| errors::invalid(py, "json_encoding", e.to_string()))?
-        };
-        checkpoints::to_dict(py, &values)
+        feed(py, &records, ocsf.then_some(sl::ocsf_decision))
     }
+}
+
+/// True for a feed's `format` of `"ocsf"`, false for `"jsonl"`; anything else is refused.
+fn ocsf_format(py: Python<'_>, format: &str) -> PyResult<bool> {
+    match format {
+        "jsonl" => Ok(false),
+        "ocsf" => Ok(true),
+        _ => Err(errors::invalid(
+            py,
+            "invalid_format",
+            format!("format must be \"jsonl\" or \"ocsf\", not {format:?}"),
+        )),
+    }
+}
+
+/// A feed's page as a list of `dict`s: each item as OCSF when `ocsf` maps it, else as its JSON.
+fn feed<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    items: &[T],
+    ocsf: Option<fn(&T) -> serde_json::Value>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let values: Vec<serde_json::Value> = match ocsf {
+        Some(map) => items.iter().map(map).collect(),
+        None => items
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()
+            .map_err(|e| errors::invalid(py, "json_encoding", e.to_string()))?,
+    };
+    checkpoints::to_dict(py, &values)
 }
