@@ -14,6 +14,11 @@
 //!   that its commit waits for the standby, covering the lost commit too) and inserts only the
 //!   records that are not there (each record's own id is unique), until the failover wait is
 //!   over; then [`StorageError::DecisionsUnknown`].
+//!
+//! Every append inserts only the records whose own id is not there yet (`ON CONFLICT (record)
+//! DO NOTHING`): a record's id is drawn by the library, 80 of its bits at random, so an id
+//! already there is the same record sent before. So appending again what was reported
+//! unknown (a batching recorder does) keeps each record once, instead of failing on the key.
 
 use std::time::Instant;
 
@@ -51,11 +56,8 @@ macro_rules! append_sql {
     };
 }
 
-/// An append.
-pub(super) const APPEND: &str = append_sql!("");
-
-/// An append sent again after its connection was lost: the records already there are left.
-pub(super) const APPEND_AGAIN: &str = append_sql!(" ON CONFLICT (record) DO NOTHING");
+/// An append: the records already there (sent before) are left as they are.
+pub(super) const APPEND: &str = append_sql!(" ON CONFLICT (record) DO NOTHING");
 
 /// The confirming write of a resent append (as `commit.rs`'s look-up of a lost write).
 const CONFIRMING_WRITE: &str =
@@ -444,7 +446,34 @@ fn send_again(pooled: &mut PgConn, columns: &Columns) -> Result<Option<String>> 
     pooled.broken = true;
     let mut tx = pooled.client.transaction()?;
     tx.batch_execute(CONFIRMING_WRITE)?;
-    columns.run(&mut tx, APPEND_AGAIN)?;
+    columns.run(&mut tx, APPEND)?;
     tx.commit()?;
     Ok(pooled.take_warnings().into_iter().next())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::decision_log::AskedBy;
+    use crate::{DecisionQuery, Ledger};
+
+    #[test]
+    fn a_record_appended_again_is_kept_once_not_refused_on_its_key() -> crate::Result<()> {
+        let Some((mut admin, schema, url)) = super::super::plans::schema_of_its_own("again")?
+        else {
+            return Ok(());
+        };
+        let ledger = Ledger::init(&url)?;
+        ledger.create_root("worker", "op")?;
+        let decision = ledger.decide("worker", "make", false)?;
+        let record = ledger.command_record(&decision, "make", &AskedBy::actor("hook"))?;
+        // As a batching recorder sends a batch again after an append reported unknown.
+        ledger.append_records(std::slice::from_ref(&record))?;
+        ledger.append_records(&[record.clone(), record.clone()])?;
+        let all = ledger.decisions(&DecisionQuery::default())?;
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0].record, record.record);
+        drop(ledger);
+        admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))?;
+        Ok(())
+    }
 }

@@ -252,7 +252,7 @@ fn build(url: &str) -> crate::Result<()> {
 /// The test server's owner connection, a new schema named `NAME_PID` in it, and a URL whose
 /// connections work in that schema; `None`, said to be skipped, without a server, and a
 /// failure then when one is required.
-fn schema_of_its_own(name: &str) -> crate::Result<Option<(Client, String, String)>> {
+pub(super) fn schema_of_its_own(name: &str) -> crate::Result<Option<(Client, String, String)>> {
     let Ok(base) = std::env::var("SESSION_LEDGER_TEST_POSTGRES") else {
         use std::io::Write as _;
         let _ = writeln!(
