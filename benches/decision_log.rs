@@ -14,8 +14,10 @@
 //! `DECISION_ONLY` takes a comma-separated list of `latency`, `writers` and `growth`;
 //! `DECISION_ROWS` the large ledger's records for `growth` (a multiple of 10,000; 100,000 by
 //! default); `DECISION_SECONDS` and `DECISION_ROUNDS` a throughput run's length and how many
-//! rounds (5 s, 3 rounds); `DECISION_THREADS` the deciding threads of the batched runs (`4,8`).
-//! `BENCH_ENGINES` and `SESSION_LEDGER_BENCH_POSTGRES` choose the engines
+//! rounds (5 s, 3 rounds); `DECISION_THREADS` the deciding threads of the batched runs (`4,8`;
+//! `none` for none). `DECISION_EXPERIMENT=plpgsql_tree_root` replaces, in each PostgreSQL
+//! schema the bench makes, `session_tree_root` with the same query in PL/pgSQL (see
+//! [`experiment`]). `BENCH_ENGINES` and `SESSION_LEDGER_BENCH_POSTGRES` choose the engines
 //! (`benches/support/engine.rs`); PostgreSQL is measured only on a server that syncs its
 //! commits (`scripts/with-postgres --durable`).
 //!
@@ -26,39 +28,52 @@
 //!   each iteration runs, in an order that rotates, `decide` of `make deploy` (approved through
 //!   the inherited `trust`), `decide_and_record` of the same on the same session, and the floor:
 //!   a durable one-row `INSERT` committed alone on a plain connection to the same ledger (a
-//!   table of one text key added for it: the engines bench's `durable_insert`). The target:
+//!   table of one text key added for it: the engines bench's `durable_insert`); beside them
+//!   `raw_append`: the append's own statement, restated, on that plain connection (on SQLite
+//!   in a `BEGIN IMMEDIATE` transaction of its own, on PostgreSQL alone in autocommit), with
+//!   on SQLite the pages each commit writes, and on PostgreSQL the same with the tree's root
+//!   found by a PL/pgSQL function (`raw_append_plpgsql_tree_root`). The target:
 //!   `decide_and_record` p50 at most the floor's p50 + 1.5 × `decide`'s p50.
 //! * `writers`: threads in this process, each as fast as it can for `DECISION_SECONDS`, all
-//!   started together, on a fresh copy of a ledger of 8 trusted roots with 100 creators each;
+//!   started together, on a fresh copy of a ledger of 8 trusted roots with 400 creators each;
 //!   the rate of each is the median of the rounds, the order of the runs reversed every other
 //!   round. `floor` W: W threads, each on its own plain connection, committing durable one-row
 //!   `INSERT`s with no lock of the ledger's (an append takes none); `record` W: W threads of
 //!   `decide_and_record` on random creators, sharing one handle; `create` 8: 8 threads of
 //!   `create_child` under creators of their own (50 each, so the default bounds are never
 //!   met), sharing another handle; `mixed`: those 8 creates and 8 recorders at once, each group
-//!   on its handle, and `mixed_integrating` the same with `integrate_decisions` called every
-//!   second (what a dashboard that signs often adds); `decide` T: T threads of `decide` alone,
-//!   the ceiling of `batched` T: T threads of `DecisionRecorder::decide` (default options, and
-//!   `max_batch` 10,000), then `flush`: its rate counts the rows in `decisions` afterwards,
-//!   over the time until the flush returned. On PostgreSQL each run also prints the server's
-//!   commits and WAL syncs (`pg_stat_database`, `pg_stat_wal`).
+//!   on its handle; `mixed_integrating` the same with `integrate_decisions` called every second
+//!   (what a dashboard that signs often adds); `mixed_paced`: the recorders held to 1,000
+//!   records a second between them; `mixed_batched`: 8 threads of a `DecisionRecorder`
+//!   (default options) held to 5,000 a second instead; `decide` T: T threads of `decide`
+//!   alone, the ceiling of `batched` T: T threads of `DecisionRecorder::decide` (default
+//!   options, and `max_batch` 10,000), then `flush`: its rate counts the rows in `decisions`
+//!   afterwards, over the time until the flush returned. Each run prints the calls' p50, p99
+//!   and longest time, and how busy the machine's processors were; on PostgreSQL also what the
+//!   server's backends waited on (`pg_stat_activity`, sampled), and its transactions, WAL
+//!   syncs, WAL bytes per write and full-page images (`pg_stat_database`, `pg_stat_wal`).
 //! * `growth`: a session's listing (`Ledger::decisions` of one session, the default page of
 //!   100, newest first), on a ledger of 10,000 records against one of `DECISION_ROWS`, each
-//!   iteration once on each (the side that goes first alternating), a random session each time;
-//!   beside it, the floor: the same statement prepared on a plain connection. Both ledgers have
-//!   the same shape: trees of 10 sessions (a root granted `trust` and 9 children), 1,000
-//!   records a session, recorded a tree at a time (so a session's records lie among its 9
-//!   siblings' in either ledger) by one thread through a `DecisionRecorder` (`max_batch`
-//!   10,000, a window of 1 s) on the building handle, with `integrate_decisions` every 2 s
-//!   meanwhile and once at the end: the build time is printed. On SQLite each ledger is built
-//!   once and cached as `target/decision-cache/<rows>-v<schema>-s<shape>.db` (or under
-//!   `$CARGO_TARGET_DIR`); on PostgreSQL it is built in a schema of its own each run. Then the
-//!   plans of the hot statements on the large ledger (`EXPLAIN QUERY PLAN`, or PostgreSQL's
+//!   iteration once on each (the side that goes first alternating): a random session of the
+//!   ledger each time (`session_listing`), and a random one of its newest 10 sessions
+//!   (`session_listing_recent`: the same 10,000 records' worth on both); beside them, the
+//!   floor: the same statement prepared on a plain connection, and on SQLite the pages it reads
+//!   from outside the connection's cache, with the ledger's 16 MiB page cache, a 256 MiB one
+//!   and a 4 GiB memory map. Both ledgers have the same shape: trees of 10 sessions (a root
+//!   granted `trust` and 9 children), 1,000 records a session, recorded a tree at a time (so a
+//!   session's records lie among its 9 siblings' in either ledger) by one thread through a
+//!   `DecisionRecorder` (`max_batch` 10,000, a window of 1 s) on the building handle, with
+//!   `integrate_decisions` every 2 s meanwhile and once at the end: the build time is printed.
+//!   On SQLite each ledger is built once and cached as
+//!   `target/decision-cache/<rows>-v<schema>-s<shape>.db` (or under `$CARGO_TARGET_DIR`); on
+//!   PostgreSQL it is built in a schema of its own each run. Then the plans of the hot
+//!   statements on the large ledger (`EXPLAIN QUERY PLAN`, or PostgreSQL's
 //!   `EXPLAIN (ANALYZE, BUFFERS)` with the generic plan a prepared statement settles on).
 //!
-//! Lines: `op`, `floor` (µs, p50 and p99), `rate` (per second), `build`, `plan`, and `target
-//! ENGINE NAME VALUE <= BOUND met|not met` at the end, then tables for docs/performance.md.
-//! The load average is printed with each part. Nothing here asserts a time.
+//! Lines: `op`, `floor` (µs, p50 and p99), `rate` (per second), `latency`, `cpu`, `waits`,
+//! `server`, `build`, `plan`, and `target ENGINE NAME VALUE <= BOUND met|not met` at the end,
+//! then tables for docs/performance.md. The load average is printed with each part. Nothing
+//! here asserts a time.
 
 mod support;
 
@@ -81,7 +96,7 @@ const POINT_SESSIONS: usize = 10_000;
 /// Writer threads of the contended runs: recorders, and creators.
 const WRITERS: usize = 8;
 /// Creators per writer thread in the writers' ledger, 50 children each.
-const CREATORS_PER_WRITER: usize = 100;
+const CREATORS_PER_WRITER: usize = 400;
 
 /// The small ledger of the growth part; the target compares against it.
 const SMALL_ROWS: usize = 10_000;
@@ -93,6 +108,13 @@ const PER_SESSION: usize = 1_000;
 const PER_TREE: usize = 10;
 /// The growth ledgers' shape: change it with the shape, so cached ledgers are built again.
 const SHAPE_VERSION: u32 = 1;
+
+/// The records a second of the paced recorders that run beside creates.
+const PACED_RECORDS: u32 = 1_000;
+
+/// The records a second of the batching recorders that run beside creates: the durable
+/// target's rate.
+const BATCHED_RECORDS: u32 = 5_000;
 
 /// The tuned recorder's `max_batch`.
 const TUNED_BATCH: usize = 10_000;
@@ -163,10 +185,13 @@ impl Plan {
             plan.rounds = v.parse().expect("DECISION_ROUNDS: a number of rounds");
         }
         if let Ok(list) = std::env::var("DECISION_THREADS") {
-            plan.batched_threads = list
-                .split(',')
-                .map(|t| t.trim().parse().expect("DECISION_THREADS: thread counts"))
-                .collect();
+            plan.batched_threads = if list == "none" {
+                Vec::new()
+            } else {
+                list.split(',')
+                    .map(|t| t.trim().parse().expect("DECISION_THREADS: thread counts"))
+                    .collect()
+            };
         }
         if let Ok(v) = std::env::var("DECISION_ROWS") {
             let rows: usize = v.parse().expect("DECISION_ROWS: a number of records");
@@ -303,10 +328,17 @@ fn latency(engine: Engine, plan: &Plan, template: &Path, ids: &[String], report:
     assert!(first.durable);
     place.flush();
 
+    let reason = stored_reason(&mut raw);
+    if engine == Engine::Postgres {
+        raw.batch(PLPGSQL_TREE_ROOT);
+    }
+    let mut append = RawAppend::new(&mut raw, reason);
+
     // Sides 0 and 1 draw the same sessions, in the same order.
     let mut random = [Random(0x9e37_79b9_7f4a_7c15), Random(0x9e37_79b9_7f4a_7c15)];
     let mut inserted = 0_usize;
-    let times = rotated::<3>(plan.point, |side| match side {
+    let mut pages = [0_i64; 2];
+    let times = rotated::<5>(plan.point, |side| match side {
         0 => {
             let id = &ids[random[0].below(ids.len())];
             let (took, d) = timed(|| ledger.decide(id, COMMAND, false).expect("decide"));
@@ -323,21 +355,32 @@ fn latency(engine: Engine, plan: &Plan, template: &Path, ids: &[String], report:
             assert!(r.durable);
             took
         }
-        _ => {
+        2 => {
             let id = format!("i{inserted}");
             inserted += 1;
+            let before = pages_written(&raw);
             let (took, rows) =
                 timed(|| raw.rows("INSERT INTO bench_floor (id) VALUES ($1)", &[&id]));
             assert_eq!(rows, 0);
+            pages[0] += pages_written(&raw) - before;
             took
         }
+        3 => {
+            let before = pages_written(&raw);
+            let took = append.once(&mut raw, &ids[0], false);
+            pages[1] += pages_written(&raw) - before;
+            took
+        }
+        _ if engine == Engine::Postgres => append.once(&mut raw, &ids[0], true),
+        _ => Duration::ZERO,
     });
-    let [decide, recorded, floor] = times;
+    let [decide, recorded, floor, raw_append, raw_append_plpgsql] = times;
     let recorded_rows = place.count("decisions");
-    let expected = (plan.point.warmup + plan.point.timed + 1) as i64;
+    let appends = if engine == Engine::Postgres { 3 } else { 2 };
+    let expected = appends * (plan.point.warmup + plan.point.timed) as i64 + 1;
     assert_eq!(
         recorded_rows, expected,
-        "every decide_and_record is one row"
+        "every decide_and_record and raw append is one row"
     );
     let line = |kind: &str, name: &str, t: &[Duration]| {
         let (p50, p99) = p50_p99(t);
@@ -351,13 +394,189 @@ fn latency(engine: Engine, plan: &Plan, template: &Path, ids: &[String], report:
     let decide = line("op", "decide", &decide);
     let recorded = line("op", "decide_and_record", &recorded);
     let floor = line("floor", "durable_insert", &floor);
+    let raw_append = line("floor", "raw_append", &raw_append);
+    let raw_append_plpgsql = (engine == Engine::Postgres)
+        .then(|| line("floor", "raw_append_plpgsql_tree_root", &raw_append_plpgsql));
+    if engine == Engine::Sqlite {
+        let n = (plan.point.warmup + plan.point.timed) as f64;
+        println!(
+            "pages sqlite written_per_commit durable_insert={:.1} raw_append={:.1}",
+            pages[0] as f64 / n,
+            pages[1] as f64 / n
+        );
+    }
     report.latency.push(Latency {
         engine,
         decide,
         recorded,
         floor,
+        raw_append,
+        raw_append_plpgsql,
         load: load_average(),
     });
+}
+
+/// The reason text of a record already stored, for [`RawAppend`].
+fn stored_reason(raw: &mut RawConn) -> String {
+    match raw {
+        RawConn::Sqlite(conn) => conn
+            .query_row("SELECT reason FROM decisions LIMIT 1", [], |r| r.get(0))
+            .expect("a stored reason"),
+        RawConn::Postgres { client, .. } => client
+            .query_one("SELECT reason FROM decisions LIMIT 1", &[])
+            .expect("a stored reason")
+            .get(0),
+    }
+}
+
+/// The append's own statement with no library around it (restated from
+/// `src/storage/sqlite/decisions.rs` and `src/storage/postgres/decisions.rs`): on SQLite in a
+/// `BEGIN IMMEDIATE` transaction of its own, on PostgreSQL alone in autocommit, a record of
+/// `make deploy` with a stored reason each time.
+struct RawAppend {
+    reason: String,
+    n: usize,
+    /// PostgreSQL: the statement, and the same with [`PLPGSQL_TREE_ROOT`]'s function.
+    statements: Option<[postgres::Statement; 2]>,
+}
+
+/// The query of `session_tree_root` (migrations/postgres/V7), in PL/pgSQL, whose plan a
+/// connection keeps, under a name of its own: `raw_append_plpgsql_tree_root` appends with it,
+/// to show what the migration's function costs against it, in the same run.
+const PLPGSQL_TREE_ROOT: &str = "CREATE FUNCTION bench_tree_root_plpgsql(session text)
+    RETURNS text LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+    BEGIN
+        RETURN (WITH RECURSIVE up (id, created_by) AS (
+                    SELECT s.id, s.created_by FROM sessions AS s WHERE s.id = session
+                    UNION ALL
+                    SELECT s.id, s.created_by FROM up JOIN sessions AS s ON s.id = up.created_by)
+                SELECT coalesce((SELECT up.id FROM up WHERE up.created_by IS NULL), session));
+    END
+    $$";
+
+const APPEND_SQLITE: &str = "INSERT INTO decisions
+         (record, at, session_id, tree, tool, input, input_bytes, input_sha256, verdict,
+          authority, reason, asked_by, tool_use_id)
+     VALUES (:record, :at, :session,
+             coalesce((WITH RECURSIVE up (id, created_by) AS (
+                           SELECT id, created_by FROM sessions WHERE id = :session
+                           UNION ALL
+                           SELECT s.id, s.created_by FROM up JOIN sessions AS s ON s.id = up.created_by
+                       ) SELECT id FROM up WHERE created_by IS NULL), :session),
+             NULL, :input, :input_bytes, NULL, 'approve', 'trust', :reason, 'bench-agent', NULL)";
+
+const APPEND_POSTGRES: &str = "INSERT INTO decisions
+          (record, at, session_id, tree, tool, input, input_bytes, input_sha256, verdict,
+           authority, reason, asked_by, tool_use_id)
+     SELECT r.record, r.at, r.session, session_tree_root(r.session), r.tool, r.input,
+            r.input_bytes, r.input_sha256, r.verdict, r.authority, r.reason, r.asked_by,
+            r.tool_use_id
+       FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
+                   $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[],
+                   $11::text[], $12::text[])
+            WITH ORDINALITY
+            AS r(record, at, session, tool, input, input_bytes, input_sha256, verdict,
+                 authority, reason, asked_by, tool_use_id, n)
+      ORDER BY r.n";
+
+impl RawAppend {
+    fn new(raw: &mut RawConn, reason: String) -> RawAppend {
+        let statements = match raw {
+            RawConn::Sqlite(_) => None,
+            RawConn::Postgres { client, .. } => Some(
+                [
+                    APPEND_POSTGRES.to_owned(),
+                    APPEND_POSTGRES.replace("session_tree_root(", "bench_tree_root_plpgsql("),
+                ]
+                .map(|sql| client.prepare(&sql).expect("prepare the append")),
+            ),
+        };
+        RawAppend {
+            reason,
+            n: 0,
+            statements,
+        }
+    }
+
+    /// Appends one record of `session` (on PostgreSQL with the PL/pgSQL function when
+    /// `plpgsql`); returns how long it took.
+    fn once(&mut self, raw: &mut RawConn, session: &str, plpgsql: bool) -> Duration {
+        self.n += 1;
+        let record = format!("ffff{:028x}", self.n);
+        let at = chrono::DateTime::from_timestamp_millis(chrono::Utc::now().timestamp_millis())
+            .expect("now");
+        let (took, rows) = match raw {
+            RawConn::Sqlite(conn) => {
+                let at = session_ledger::format_ts(at);
+                timed(|| {
+                    let tx = conn
+                        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                        .expect("begin");
+                    let rows = tx
+                        .prepare_cached(APPEND_SQLITE)
+                        .expect("prepare")
+                        .execute(rusqlite::named_params! {
+                            ":record": record,
+                            ":at": at,
+                            ":session": session,
+                            ":input": COMMAND,
+                            ":input_bytes": COMMAND.len() as i64,
+                            ":reason": self.reason,
+                        })
+                        .expect("append");
+                    tx.commit().expect("commit");
+                    rows as u64
+                })
+            }
+            RawConn::Postgres { client, .. } => {
+                let statement = &self.statements.as_ref().expect("prepared")[usize::from(plpgsql)];
+                let none: Vec<Option<String>> = vec![None];
+                timed(|| {
+                    client
+                        .execute(
+                            statement,
+                            &[
+                                &vec![record.clone()],
+                                &vec![at],
+                                &vec![session.to_owned()],
+                                &none,
+                                &vec![COMMAND.to_owned()],
+                                &vec![COMMAND.len() as i64],
+                                &none,
+                                &vec!["approve"],
+                                &vec!["trust"],
+                                &vec![self.reason.clone()],
+                                &vec!["bench-agent"],
+                                &none,
+                            ],
+                        )
+                        .expect("append")
+                })
+            }
+        };
+        assert_eq!(rows, 1);
+        took
+    }
+}
+
+/// SQLite: how many pages the plain connection has written to the WAL since it opened
+/// (`SQLITE_DBSTATUS_CACHE_WRITE`); 0 on PostgreSQL.
+fn pages_written(raw: &RawConn) -> i64 {
+    match raw {
+        RawConn::Sqlite(conn) => db_status(conn, rusqlite::ffi::SQLITE_DBSTATUS_CACHE_WRITE),
+        RawConn::Postgres { .. } => 0,
+    }
+}
+
+/// A counter of `sqlite3_db_status` on `conn`.
+fn db_status(conn: &rusqlite::Connection, which: std::ffi::c_int) -> i64 {
+    let (mut current, mut highest) = (0, 0);
+    // SAFETY: a live connection, used on this thread; the call writes two ints it is given.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_db_status(conn.handle(), which, &mut current, &mut highest, 0)
+    };
+    assert_eq!(rc, rusqlite::ffi::SQLITE_OK, "sqlite3_db_status");
+    i64::from(current)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -397,6 +616,11 @@ enum Run {
     Create,
     /// 8 creates and 8 recorders at once; integrating every second or not.
     Mixed { integrating: bool },
+    /// 8 creates and 8 recorders held to this many records a second between them.
+    MixedPaced(u32),
+    /// 8 creates and 8 threads of a `DecisionRecorder` (default options) held to this many
+    /// records a second between them.
+    MixedBatched(u32),
     /// T threads of `decide` alone.
     Decide(usize),
     /// T threads of `DecisionRecorder::decide` with this `max_batch`, then a flush.
@@ -415,6 +639,12 @@ impl Run {
             Run::Mixed { integrating: true } => {
                 format!("mixed_integrating creates={WRITERS} recorders={WRITERS}")
             }
+            Run::MixedPaced(r) => {
+                format!("mixed_paced creates={WRITERS} recorders={WRITERS} records_per_s={r}")
+            }
+            Run::MixedBatched(r) => format!(
+                "mixed_batched creates={WRITERS} batched_recorders={WRITERS} records_per_s={r}"
+            ),
             Run::Decide(t) => format!("decide threads={t}"),
             Run::Batched(t, b) => format!("batched threads={t} max_batch={b}"),
         }
@@ -590,24 +820,23 @@ fn experiment(place: &Place) {
     println!("experiment postgres plpgsql_tree_root: session_tree_root in PL/pgSQL");
 }
 
-/// The server's commits and WAL syncs so far (PostgreSQL), to print per run.
-fn server_counters(place: &Place) -> Option<(i64, i64)> {
+/// The server's counters so far (PostgreSQL): transactions committed in this database (reads
+/// included), WAL syncs, WAL bytes, and full-page images written to the WAL.
+fn server_counters(place: &Place) -> Option<[i64; 4]> {
     if place.engine() != Engine::Postgres {
         return None;
     }
-    let mut client = place.client();
-    let commits: i64 = client
+    let row = place
+        .client()
         .query_one(
-            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+            "SELECT (SELECT xact_commit FROM pg_stat_database
+                      WHERE datname = current_database()),
+                    wal_sync, wal_bytes::bigint, wal_fpi
+               FROM pg_stat_wal",
             &[],
         )
-        .ok()?
-        .get(0);
-    let syncs: i64 = client
-        .query_one("SELECT wal_sync FROM pg_stat_wal", &[])
-        .ok()?
-        .get(0);
-    Some((commits, syncs))
+        .ok()?;
+    Some([row.get(0), row.get(1), row.get(2), row.get(3)])
 }
 
 fn writers(engine: Engine, plan: &Plan, template: &Path, creators: &[String], report: &mut Report) {
@@ -620,6 +849,8 @@ fn writers(engine: Engine, plan: &Plan, template: &Path, creators: &[String], re
         Run::Create,
         Run::Mixed { integrating: false },
         Run::Mixed { integrating: true },
+        Run::MixedPaced(PACED_RECORDS),
+        Run::MixedBatched(BATCHED_RECORDS),
     ];
     for &t in &plan.batched_threads {
         runs.extend([
@@ -690,11 +921,23 @@ fn writers_run(
             raw.rows("INSERT INTO bench_floor (id) VALUES ($1)", &[&id]);
         })
     };
+    // Paced recorders: each thread records at its share of the rate, on a schedule.
+    let pace = match run {
+        Run::MixedPaced(per_s) | Run::MixedBatched(per_s) => {
+            Some(Duration::from_secs_f64(WRITERS as f64 / f64::from(per_s)))
+        }
+        _ => None,
+    };
     let record = |t: usize| -> Box<dyn FnMut(u64) + '_> {
         let mut random = Random::for_thread(t);
         let ledger = Arc::clone(&recording);
         let took = &took[0];
-        Box::new(move |_| {
+        let mut first: Option<Instant> = None;
+        Box::new(move |n| {
+            if let Some(pace) = pace {
+                let first = *first.get_or_insert_with(Instant::now);
+                sleep_until(first + pace * n as u32);
+            }
             let id = &creators[random.below(creators.len())];
             let (t, r) = timed(|| {
                 ledger
@@ -778,6 +1021,48 @@ fn writers_run(
                 ("records", done[1] as f64 / seconds),
             ]
         }
+        Run::MixedPaced(_) => {
+            let done = run_groups(
+                &label,
+                &[(WRITERS, &create), (WRITERS, &record)],
+                seconds,
+                sleep_until,
+            );
+            vec![
+                ("creates", done[0] as f64 / seconds),
+                ("records", done[1] as f64 / seconds),
+            ]
+        }
+        Run::MixedBatched(_) => {
+            let recorder =
+                DecisionRecorder::new(Arc::clone(&recording), RecorderOptions::default())
+                    .expect("a recorder");
+            let batched = |t: usize| -> Box<dyn FnMut(u64) + '_> {
+                let mut random = Random::for_thread(t);
+                let recorder = &recorder;
+                let mut first: Option<Instant> = None;
+                let pace = pace.expect("paced");
+                Box::new(move |n| {
+                    let first = *first.get_or_insert_with(Instant::now);
+                    sleep_until(first + pace * n as u32);
+                    let id = &creators[random.below(creators.len())];
+                    recorder
+                        .decide(id, COMMAND, false, &asked())
+                        .expect("decide, held");
+                })
+            };
+            let done = run_groups(
+                &label,
+                &[(WRITERS, &create), (WRITERS, &batched)],
+                seconds,
+                sleep_until,
+            );
+            recorder.flush().expect("flush");
+            vec![
+                ("creates", done[0] as f64 / seconds),
+                ("records", done[1] as f64 / seconds),
+            ]
+        }
         Run::Decide(t) => {
             let done = run_groups(&label, &[(t, &decide)], seconds, sleep_until);
             vec![("decides", done[0] as f64 / seconds)]
@@ -844,17 +1129,21 @@ fn writers_run(
     }
     drop(creating);
     drop(recording);
-    if let (Some((c0, s0)), Some(_)) = (before, server_counters(&place)) {
+    if let Some(before) = before {
         // Connections report their counts when they end: give them a moment.
         std::thread::sleep(Duration::from_millis(500));
-        if let Some((c1, s1)) = server_counters(&place) {
+        if let Some(after) = server_counters(&place) {
+            let [commits, syncs, bytes, fpi] = [0, 1, 2, 3].map(|k| after[k] - before[k]);
+            let writes: f64 = rates
+                .iter()
+                .filter(|(what, _)| *what != "decides")
+                .map(|(_, rate)| rate * seconds)
+                .sum();
             println!(
-                "server {} {} commits={} wal_syncs={} commits_per_sync={:.2}",
-                engine.name(),
-                run.name(),
-                c1 - c0,
-                s1 - s0,
-                (c1 - c0) as f64 / (s1 - s0).max(1) as f64
+                "server {label} transactions={commits} wal_syncs={syncs} \
+                 transactions_per_sync={:.2} wal_bytes_per_write={:.0} wal_fpi={fpi}",
+                commits as f64 / syncs.max(1) as f64,
+                bytes as f64 / writes.max(1.0)
             );
         }
     }
@@ -1167,19 +1456,7 @@ fn pages_read(plan: &Plan, places: &[Place; 2], sessions: &[Vec<String>; 2]) {
 
 /// How many pages `conn` has read from outside its page cache since it opened.
 fn cache_misses(conn: &rusqlite::Connection) -> i64 {
-    let (mut current, mut highest) = (0, 0);
-    // SAFETY: a live connection, used on this thread; the call writes two ints it is given.
-    let rc = unsafe {
-        rusqlite::ffi::sqlite3_db_status(
-            conn.handle(),
-            rusqlite::ffi::SQLITE_DBSTATUS_CACHE_MISS,
-            &mut current,
-            &mut highest,
-            0,
-        )
-    };
-    assert_eq!(rc, rusqlite::ffi::SQLITE_OK, "sqlite3_db_status");
-    i64::from(current)
+    db_status(conn, rusqlite::ffi::SQLITE_DBSTATUS_CACHE_MISS)
 }
 
 /// The plans of the hot statements on `place`, for session `id`, printed.
@@ -1290,6 +1567,8 @@ struct Latency {
     decide: f64,
     recorded: f64,
     floor: f64,
+    raw_append: f64,
+    raw_append_plpgsql: Option<f64>,
     load: String,
 }
 
@@ -1431,6 +1710,23 @@ impl Report {
                 l.recorded / (l.floor + 1.5 * l.decide),
                 l.load
             );
+            println!(
+                "| {} | the append's statement alone, raw, durable, p50 | {:.1} µs | durable one-row insert {:.1} µs | {:.2} | {} |",
+                l.engine.name(),
+                l.raw_append,
+                l.floor,
+                l.raw_append / l.floor,
+                l.load
+            );
+            if let Some(plpgsql) = l.raw_append_plpgsql {
+                println!(
+                    "| {} | the same, `session_tree_root` in PL/pgSQL, p50 | {plpgsql:.1} µs | durable one-row insert {:.1} µs | {:.2} | {} |",
+                    l.engine.name(),
+                    l.floor,
+                    plpgsql / l.floor,
+                    l.load
+                );
+            }
         }
         for engine in [Engine::Sqlite, Engine::Postgres] {
             let m = |run, what| self.median(engine, run, what);
@@ -1459,6 +1755,20 @@ impl Report {
                         m(Run::Mixed { integrating: false }, "records"),
                         "records/s alone".to_owned(),
                         m(Run::Record(WRITERS), "records"),
+                    ),
+                    (
+                        format!(
+                            "creates/s, with {WRITERS} recorders held to {PACED_RECORDS} records/s"
+                        ),
+                        m(Run::MixedPaced(PACED_RECORDS), "creates"),
+                        "creates/s alone".to_owned(),
+                        m(Run::Create, "creates"),
+                    ),
+                    (
+                        format!("creates/s, with {WRITERS} batching recorders held to {BATCHED_RECORDS} records/s"),
+                        m(Run::MixedBatched(BATCHED_RECORDS), "creates"),
+                        "creates/s alone".to_owned(),
+                        m(Run::Create, "creates"),
                     ),
                     (
                         "creates/s, with recorders and integration every 1 s".to_owned(),
