@@ -48,7 +48,9 @@
 //!   (default options) held to 5,000 a second instead; `decide` T: T threads of `decide`
 //!   alone, the ceiling of `batched` T: T threads of `DecisionRecorder::decide` (default
 //!   options, and `max_batch` 10,000), then `flush`: its rate counts the rows in `decisions`
-//!   afterwards, over the time until the flush returned. Each run prints the calls' p50, p99
+//!   afterwards, over the time until the flush returned; `batched_bounded` T: the same, each
+//!   thread waiting before it decides while the recorder holds two batches (the recorder
+//!   makes no caller wait: this is what a bound in it would do). Each run prints the calls' p50, p99
 //!   and longest time, and how busy the machine's processors were; on PostgreSQL also what the
 //!   server's backends waited on (`pg_stat_activity`, sampled), and its transactions, WAL
 //!   syncs, WAL bytes per write and full-page images (`pg_stat_database`, `pg_stat_wal`).
@@ -624,7 +626,7 @@ enum Run {
     /// T threads of `decide` alone.
     Decide(usize),
     /// T threads of `DecisionRecorder::decide` with this `max_batch`, then a flush.
-    Batched(usize, usize),
+    Batched(usize, usize, bool),
 }
 
 impl Run {
@@ -646,7 +648,8 @@ impl Run {
                 "mixed_batched creates={WRITERS} batched_recorders={WRITERS} records_per_s={r}"
             ),
             Run::Decide(t) => format!("decide threads={t}"),
-            Run::Batched(t, b) => format!("batched threads={t} max_batch={b}"),
+            Run::Batched(t, b, false) => format!("batched threads={t} max_batch={b}"),
+            Run::Batched(t, b, true) => format!("batched_bounded threads={t} max_batch={b}"),
         }
     }
 }
@@ -855,8 +858,9 @@ fn writers(engine: Engine, plan: &Plan, template: &Path, creators: &[String], re
     for &t in &plan.batched_threads {
         runs.extend([
             Run::Decide(t),
-            Run::Batched(t, RecorderOptions::default().max_batch),
-            Run::Batched(t, TUNED_BATCH),
+            Run::Batched(t, RecorderOptions::default().max_batch, false),
+            Run::Batched(t, TUNED_BATCH, false),
+            Run::Batched(t, RecorderOptions::default().max_batch, true),
         ]);
     }
     for round in 0..plan.rounds {
@@ -1067,7 +1071,7 @@ fn writers_run(
             let done = run_groups(&label, &[(t, &decide)], seconds, sleep_until);
             vec![("decides", done[0] as f64 / seconds)]
         }
-        Run::Batched(t, max_batch) => {
+        Run::Batched(t, max_batch, bounded) => {
             let mut options = RecorderOptions::default();
             options.max_batch = max_batch;
             let recorder =
@@ -1076,6 +1080,11 @@ fn writers_run(
                 let mut random = Random::for_thread(t);
                 let recorder = &recorder;
                 Box::new(move |_| {
+                    // Bounded: the caller waits while two batches wait (the recorder itself
+                    // never makes a caller wait).
+                    while bounded && recorder.held() >= 2 * max_batch {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                     let id = &creators[random.below(creators.len())];
                     let r = recorder
                         .decide(id, COMMAND, false, &asked())
@@ -1100,10 +1109,10 @@ fn writers_run(
             assert_eq!(rows, appended, "every decision held was appended");
             assert!(rows >= done[0]);
             println!(
-                "batched {} threads={t} max_batch={max_batch} decided={rows} most_held={most_held} \
-                 held_at_end={held_at_end} flush_ms={:.0} seconds_to_durable={took:.2}",
-                engine.name(),
-                flush.as_secs_f64() * 1e3
+                "batched {label} decided={rows} most_held={most_held} held_at_end={held_at_end} \
+                 flush_ms={:.0} flush_records_per_s={:.0} seconds_to_durable={took:.2}",
+                flush.as_secs_f64() * 1e3,
+                held_at_end as f64 / flush.as_secs_f64()
             );
             vec![
                 ("records", rows as f64 / took),
@@ -1670,10 +1679,11 @@ impl Report {
                 .iter()
                 .filter(|r| r.engine == engine && r.what == "records")
             {
-                if let Run::Batched(t, b) = r.run {
+                if let Run::Batched(t, b, bounded) = r.run {
+                    let bounded = if bounded { " bounded" } else { "" };
                     let records = percentile(&r.rates, 50.0);
                     println!(
-                        "target {} batched_records_per_s threads={t} max_batch={b} {records:.0} >= 50000 {}",
+                        "target {} batched_records_per_s threads={t} max_batch={b}{bounded} {records:.0} >= 50000 {}",
                         engine.name(),
                         verdict(records >= 50_000.0)
                     );
@@ -1782,9 +1792,14 @@ impl Report {
                     .iter()
                     .filter(|r| r.engine == engine && r.what == "records")
                 {
-                    if let Run::Batched(t, b) = r.run {
+                    if let Run::Batched(t, b, bounded) = r.run {
+                        let bounded = if bounded {
+                            ", callers held while 2 batches wait"
+                        } else {
+                            ""
+                        };
                         v.push((
-                            format!("batched records/s, {t} threads, max_batch {b}"),
+                            format!("batched records/s, {t} threads, max_batch {b}{bounded}"),
                             Some(percentile(&r.rates, 50.0)),
                             format!("`decide` alone/s, {t} threads"),
                             m(Run::Decide(t), "decides"),
