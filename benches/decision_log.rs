@@ -479,7 +479,8 @@ const APPEND_POSTGRES: &str = "INSERT INTO decisions
             WITH ORDINALITY
             AS r(record, at, session, tool, input, input_bytes, input_sha256, verdict,
                  authority, reason, asked_by, tool_use_id, n)
-      ORDER BY r.n";
+      ORDER BY r.n
+     ON CONFLICT (record) DO NOTHING";
 
 impl RawAppend {
     fn new(raw: &mut RawConn, reason: String) -> RawAppend {
