@@ -5,9 +5,10 @@
 //! own appends what it holds as one transaction when the oldest record has waited
 //! [`RecorderOptions::window`], or as soon as [`RecorderOptions::max_batch`] are held. So a
 //! crash of the process (kill -9, power) loses at most the records of the last window and the
-//! batch in flight: always the newest ones, never one from between two that were kept, since
-//! batches are appended one at a time, in the order the decisions were made, each all or
-//! nothing. A batch whose append fails is kept and tried again, and every call meanwhile
+//! batch in flight, and never more than two batches: a caller that finds two batches waiting
+//! waits for one to be appended before its record is held. Always the newest ones, never one
+//! from between two that were kept, since batches are appended one at a time, in the order the
+//! decisions were made, each all or nothing. A batch whose append fails is kept and tried again, and every call meanwhile
 //! fails: the recorder never answers as if the records were safe when it cannot write them.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -235,14 +236,25 @@ impl DecisionRecorder {
         }
     }
 
-    /// Holds `record` for the next batch; returns its id.
+    /// Holds `record` for the next batch; returns its id. While two batches already wait
+    /// (the appends fall behind the deciders), it waits for one to be appended first: what a
+    /// crash can lose stays the window and the batches in hand, not whatever piled up.
     fn hold(&self, record: NewDecision) -> String {
         let id = record.record.clone();
-        let mut state = self.shared.state();
+        let shared = &self.shared;
+        let most = 2 * shared.options.max_batch;
+        let mut state = shared.state();
+        while state.held.len() + state.in_flight >= most && state.failure.is_none() {
+            shared.wake.notify_one();
+            state = shared
+                .appended
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
         state.held.push(record);
         state.oldest.get_or_insert_with(Instant::now);
-        if state.held.len() == 1 || state.held.len() >= self.shared.options.max_batch {
-            self.shared.wake.notify_one();
+        if state.held.len() == 1 || state.held.len() >= shared.options.max_batch {
+            shared.wake.notify_one();
         }
         id
     }

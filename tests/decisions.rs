@@ -535,3 +535,39 @@ engine_tests! {
     a_checkpoint_covers_the_records_and_a_changed_or_removed_record_is_caught,
     a_batching_recorder_appends_within_its_window_and_on_flush,
 }
+
+#[test]
+fn a_recorder_whose_appends_fall_behind_holds_at_most_two_batches() -> TestResult {
+    let f = fixture!(Engine::Sqlite);
+    f.ledger.create_root("worker", "alice")?;
+    let ledger = Arc::new(f.reopen(
+        session_ledger::Config::default().busy_timeout(std::time::Duration::from_secs(60)),
+    ));
+    let mut options = RecorderOptions::default();
+    options.max_batch = 10;
+    let recorder = Arc::new(DecisionRecorder::new(Arc::clone(&ledger), options)?);
+    // Another writer holds the file: no append can commit meanwhile.
+    let blocker = f.sql();
+    blocker.execute_batch("BEGIN IMMEDIATE")?;
+    let deciding = {
+        let recorder = Arc::clone(&recorder);
+        std::thread::spawn(move || -> Result<(), session_ledger::Error> {
+            for i in 0..100 {
+                recorder.decide("worker", &format!("echo {i}"), false, &asked())?;
+            }
+            Ok(())
+        })
+    };
+    // The deciding thread stops at two batches held, and stays there while the file is held.
+    let started = std::time::Instant::now();
+    while recorder.held() < 20 && started.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(recorder.held(), 20, "two batches, no more");
+    assert!(!deciding.is_finished());
+    blocker.execute_batch("COMMIT")?;
+    deciding.join().expect("the deciding thread")?;
+    assert_eq!(recorder.flush()?, 100);
+    Ok(())
+}
