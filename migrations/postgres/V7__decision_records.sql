@@ -22,15 +22,20 @@ INSERT INTO audit_kinds (kind, meaning) VALUES
     ('decisions.integrate', 'a batch of decision records was given positions in the decision log; detail: {"first", "count", "root"}: the first position, how many, and the RFC 6962 root over their leaves (docs/audit.md, "Decision records")');
 
 -- The root of a session's tree: `created_by` walked up, a key lookup per level; the id itself
--- when the ledger has no row for it. What an append records as a record's tree.
+-- when the ledger has no row for it. What an append records as a record's tree. PL/pgSQL, so
+-- that a connection plans the walk once: a SQL function's body is planned again at every
+-- statement that calls it (about 110 µs of each append, docs/performance.md).
 CREATE FUNCTION session_tree_root(session text) RETURNS text
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    WITH RECURSIVE up (id, created_by) AS (
-        SELECT s.id, s.created_by FROM sessions AS s WHERE s.id = session
-        UNION ALL
-        SELECT s.id, s.created_by FROM up JOIN sessions AS s ON s.id = up.created_by
-    )
-    SELECT coalesce((SELECT up.id FROM up WHERE up.created_by IS NULL), session)
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+BEGIN
+    RETURN coalesce((
+        WITH RECURSIVE up (id, created_by) AS (
+            SELECT s.id, s.created_by FROM sessions AS s WHERE s.id = session
+            UNION ALL
+            SELECT s.id, s.created_by FROM up JOIN sessions AS s ON s.id = up.created_by
+        )
+        SELECT up.id FROM up WHERE up.created_by IS NULL), session);
+END
 $$;
 COMMENT ON FUNCTION session_tree_root(text) IS
     'session-ledger: the root of a session''s tree (the id itself when no session has it)';

@@ -117,12 +117,15 @@ pub(super) const BY_RECORD: &str = concat!(
 );
 
 /// The oldest queued records, by id. Rows whose transaction has not committed are not seen.
+/// The queue's first ids are taken first, by its key, then each record by its key: joined
+/// whole, the planner may merge the two tables and read far more than the batch.
 pub(super) const QUEUED: &str =
     "SELECT d.id, d.record, d.at, d.session_id, d.tree, d.tool, d.input,
             d.input_bytes, d.input_sha256, d.verdict, d.authority, d.reason, d.asked_by,
             d.tool_use_id, NULL::bigint AS seq, NULL::bigint AS batch
-       FROM decision_queue AS q JOIN decisions AS d ON d.id = q.id
-      ORDER BY q.id LIMIT $1";
+       FROM (SELECT id FROM decision_queue ORDER BY id LIMIT $1) AS q
+       JOIN decisions AS d ON d.id = q.id
+      ORDER BY q.id";
 
 /// How many records wait. The queue holds only what is not integrated yet.
 pub(super) const QUEUED_COUNT: &str = "SELECT count(*) AS n FROM decision_queue";
