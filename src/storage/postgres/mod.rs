@@ -37,6 +37,9 @@
 //! done; one the server could not vouch for (its synchronous standby's wait cancelled) is
 //! reported as such, never as done.
 
+#[cfg(test)]
+#[path = "tests/appends.rs"]
+mod appends;
 mod audit;
 mod columns;
 mod commit;
