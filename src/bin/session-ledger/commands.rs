@@ -18,7 +18,5 @@ pub mod completions;
 pub mod copy;
 /// Decision records: `decisions` (the listing), `decisions show`, `decisions integrate`.
 pub mod decisions;
-/// `demo`: an example ledger built one command at a time.
-pub mod demo;
 /// Sessions and labels: `init`, `create`, `state`, `raise`, `end`, `tree`.
 pub mod sessions;

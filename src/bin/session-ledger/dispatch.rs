@@ -1,38 +1,15 @@
-//! Dispatch, in one place: which group's run function a command line goes to, then its report
-//! printed, the notes for stderr, and the exit a failed verification ends with. The groups
-//! (`crate::commands`) know nothing of this module.
+//! Dispatch, in one place: which group's run function a command on a ledger goes to, then its
+//! report printed, the notes for stderr, and the exit a failed verification ends with. The
+//! groups (`crate::commands`) know nothing of this module; `main.rs` and the demo, above it,
+//! call it.
 
 use std::io::Write;
 
-use crate::args::{AuditCommand, CheckpointCommand, Cli, Command, LedgerCommand};
-use crate::commands::{
-    audit, authority, checkpoints, completions, copy, decisions, demo, sessions,
-};
+use crate::args::{AuditCommand, CheckpointCommand, LedgerCommand};
+use crate::commands::{audit, authority, checkpoints, decisions, sessions};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::render::{self, Format, Report};
-
-/// Runs the command `cli` names, with its output on `out` and any note for the reader on
-/// `notes`.
-///
-/// # Errors
-///
-/// As [`ledger`], and those of `copy`, `completions` and `demo`.
-pub fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), CliError> {
-    match &cli.command {
-        Command::Ledger(command) => {
-            let ctx = Context::new(&cli.db, None);
-            ledger(&ctx, cli.format(), command, out, notes)?;
-        }
-        Command::Copy { from, to } => {
-            let report = copy::copy(from, to)?;
-            render::report(out, cli.format(), &report)?;
-        }
-        Command::Completions { shell } => completions::completions(*shell, out)?,
-        Command::Demo { path } => demo::run(out, path.as_deref(), ledger)?,
-    }
-    Ok(())
-}
 
 /// Runs `command` on the ledger of `ctx`: its library call, its output on `out` in `format`,
 /// and a note for the reader on `notes` (the next page of `audit --limit` or of `decisions`, a

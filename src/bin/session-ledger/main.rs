@@ -1,21 +1,25 @@
 //! `session-ledger`: the operator's command line for a session ledger. This file owns the
-//! process: it reads the arguments, hands the command to the dispatcher (`dispatch.rs`), and
-//! turns the outcome into an exit status and, for an error, one line on stderr.
+//! process: it reads the arguments, hands a command on a ledger to the dispatcher
+//! (`dispatch.rs`) and the others to their runners (`copy`, `completions`, the demo), and turns
+//! the outcome into an exit status and, for an error, one line on stderr.
 
 mod args;
 mod commands;
 mod context;
+mod demo;
 mod dispatch;
 mod error;
 mod render;
 mod shell;
 
-use std::io;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::Cli;
+use crate::args::{Cli, Command};
+use crate::commands::{completions, copy};
+use crate::context::Context;
 use crate::error::CliError;
 
 fn main() -> ExitCode {
@@ -41,7 +45,7 @@ fn main() -> ExitCode {
             return fail(json, "usage", &message, 2);
         }
     };
-    let outcome = dispatch::run(&cli, &mut io::stdout().lock(), &mut io::stderr());
+    let outcome = run(&cli, &mut io::stdout().lock(), &mut io::stderr());
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of stdout went away (`session-ledger audit | head -1`). Rust starts a
@@ -58,6 +62,28 @@ fn main() -> ExitCode {
             e.exit_code(),
         ),
     }
+}
+
+/// Runs the command `cli` names, with its output on `out` and any note for the reader on
+/// `notes`.
+///
+/// # Errors
+///
+/// As [`dispatch::ledger`], and those of `copy`, `completions` and the demo.
+fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Ledger(command) => {
+            let ctx = Context::new(&cli.db, None);
+            dispatch::ledger(&ctx, cli.format(), command, out, notes)?;
+        }
+        Command::Copy { from, to } => {
+            let report = copy::copy(from, to)?;
+            render::report(out, cli.format(), &report)?;
+        }
+        Command::Completions { shell } => completions::completions(*shell, out)?,
+        Command::Demo { path } => demo::run(out, path.as_deref())?,
+    }
+    Ok(())
 }
 
 /// Reports an error as its one line on stderr and returns the exit status `code`.

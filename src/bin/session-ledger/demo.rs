@@ -1,39 +1,31 @@
 //! The demo: an example ledger in a new file, built and shown one command at a time. Each step
-//! is a command line, read by the same parser and run by the same runner (the dispatcher's, which
-//! it is handed) and renderers as one typed at the shell, so what the demo prints under
-//! `$ session-ledger ...` is what that command prints, its error line included.
+//! is a command line, read by the same parser and run by the same dispatcher and renderers as
+//! one typed at the shell, so what the demo prints under `$ session-ledger ...` is what that
+//! command prints, its error line included. It stands above the dispatcher, as `main.rs` does:
+//! it runs command lines, and no command group runs it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use crate::args::{self, Cli, Command, LedgerCommand};
+use crate::args::{self, Cli, Command};
 use crate::context::Context;
+use crate::dispatch;
 use crate::error::CliError;
-use crate::render::{self, Format, Report};
+use crate::render::{self, Report};
 use crate::shell::shell_words;
-
-/// What runs one command on a ledger and prints it, as a command typed at the shell runs: the
-/// context, the format, the command, stdout and the notes for stderr; what it printed.
-pub type Runner = fn(
-    &Context<'_>,
-    Format,
-    &LedgerCommand,
-    &mut dyn Write,
-    &mut dyn Write,
-) -> Result<Report, CliError>;
 
 /// Who every step acts as, as if `$SESSION_LEDGER_ACTOR` named them.
 const ACTOR: &str = "operator";
 
 /// Builds the example ledger at `path` (by default a new file in the temp directory), which must
-/// not exist, and prints each step, run by `runner`, with its output on `out`.
+/// not exist, and prints each step, run by the dispatcher, with its output on `out`.
 ///
 /// # Errors
 ///
 /// `path` exists, a step that should succeed fails, or `out` cannot be written.
-pub fn run(out: &mut dyn Write, path: Option<&Path>, runner: Runner) -> Result<(), CliError> {
+pub fn run(out: &mut dyn Write, path: Option<&Path>) -> Result<(), CliError> {
     let path = match path {
         Some(p) => p.to_path_buf(),
         None => std::env::temp_dir().join(format!(
@@ -48,14 +40,13 @@ pub fn run(out: &mut dyn Write, path: Option<&Path>, runner: Runner) -> Result<(
             path.display()
         )));
     }
-    let mut demo = Demo { out, path, runner };
+    let mut demo = Demo { out, path };
     demo.walk()
 }
 
 struct Demo<'a> {
     out: &'a mut dyn Write,
     path: PathBuf,
-    runner: Runner,
 }
 
 impl Demo<'_> {
@@ -193,7 +184,7 @@ impl Demo<'_> {
         };
         let ctx = Context::new(&cli.db, Some(ACTOR));
         let mut notes = Vec::new();
-        let report = (self.runner)(&ctx, cli.format(), command, &mut *self.out, &mut notes);
+        let report = dispatch::ledger(&ctx, cli.format(), command, &mut *self.out, &mut notes);
         self.out.write_all(&notes)?;
         report
     }
