@@ -509,7 +509,8 @@ pub(crate) fn verify_batches(r: &mut dyn Read, after: i64, to: i64) -> Result<Fi
     let place = format!("decision batches in rows {} to {to}", after + 1);
     let mut problems = check_batches(r, &rows, after == 0)?;
     let in_trail: Vec<i64> = rows.iter().map(|(seq, _)| *seq).collect();
-    for (batch, _, _) in r.decision_batches(after)? {
+    let logged = r.decision_batches(after)?;
+    for &(batch, _, _) in &logged {
         if batch <= to && in_trail.binary_search(&batch).is_err() {
             problems.push(BatchProblem {
                 batch,
@@ -518,11 +519,7 @@ pub(crate) fn verify_batches(r: &mut dyn Read, after: i64, to: i64) -> Result<Fi
             });
         }
     }
-    let records: i64 = r
-        .decision_batches(after)?
-        .iter()
-        .map(|(_, _, count)| count)
-        .sum();
+    let records: i64 = logged.iter().map(|(_, _, count)| count).sum();
     Ok(match problems.first() {
         None => audit::verify::finding(
             "decisions",
