@@ -354,6 +354,62 @@ fn on_postgres_an_append_does_not_wait_for_the_write_lock_or_another_open_append
 }
 
 #[test]
+fn on_postgres_appends_that_arrive_while_one_is_in_flight_commit_together_next() -> TestResult {
+    let f = fixture!(Engine::Postgres);
+    f.ledger.create_root("worker", "alice")?;
+    let mut holder = f.place().client();
+    let mut tx = holder.transaction()?;
+    // Inserts into the table wait while this is held: the first append stays in flight.
+    tx.batch_execute("LOCK TABLE decisions IN SHARE MODE")?;
+    let waiting_inserts = || {
+        f.column(
+            "SELECT count(*)::text FROM pg_stat_activity
+              WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO decisions%'",
+        )[0]
+        .clone()
+    };
+    let records = std::thread::scope(|scope| -> Result<Vec<String>, session_ledger::Error> {
+        let append = |i: usize| {
+            let ledger = &f.ledger;
+            scope.spawn(move || {
+                ledger
+                    .decide_and_record("worker", &format!("make {i}"), false, &asked())
+                    .map(|r| r.record)
+            })
+        };
+        let first = append(0);
+        let started = std::time::Instant::now();
+        while waiting_inserts() != "1" && started.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(waiting_inserts(), "1", "the first append is in flight");
+        let others: Vec<_> = (1..8).map(append).collect();
+        // The seven others reach the handle and wait for the one in flight; none is sent.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        assert_eq!(waiting_inserts(), "1", "one statement in flight, no other");
+        tx.commit().expect("the lock's release");
+        let mut records = vec![first.join().expect("the first append")?];
+        for other in others {
+            records.push(other.join().expect("an append")?);
+        }
+        Ok(records)
+    })?;
+    // Each caller heard of its own record, and the seven after the first were one commit.
+    let mut stored = f.column("SELECT record FROM decisions");
+    stored.sort();
+    let mut heard = records.clone();
+    heard.sort();
+    assert_eq!(stored, heard);
+    let commits = f.column("SELECT count(DISTINCT xmin::text)::text FROM decisions");
+    assert_eq!(
+        commits,
+        ["2"],
+        "the first append, then the seven after it together"
+    );
+    Ok(())
+}
+
+#[test]
 fn on_postgres_records_committed_out_of_id_order_are_all_integrated_none_skipped() -> TestResult {
     let f = fixture!(Engine::Postgres);
     f.ledger.create_root("worker", "alice")?;

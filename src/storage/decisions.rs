@@ -111,3 +111,15 @@ pub(crate) trait Append {
     /// Appends `records`, in order, in one statement where the engine can.
     fn append_decisions(&mut self, records: &[NewDecision]) -> Result<()>;
 }
+
+/// What an append's closure hands over, for an engine that sends the records after it returns
+/// (as a group, [`GroupCommit`](super::GroupCommit)).
+#[derive(Default)]
+pub(crate) struct Collected(pub(crate) Vec<NewDecision>);
+
+impl Append for Collected {
+    fn append_decisions(&mut self, records: &[NewDecision]) -> Result<()> {
+        self.0.extend_from_slice(records);
+        Ok(())
+    }
+}

@@ -21,6 +21,7 @@
 mod audit;
 mod decisions;
 mod grants;
+mod group_commit;
 mod labels;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -32,9 +33,10 @@ mod tree;
 
 pub(crate) use audit::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow};
 pub(crate) use decisions::{
-    Append, DecisionFilter, DecisionReads, DecisionRow, DecisionWrites, NewDecision,
+    Append, Collected, DecisionFilter, DecisionReads, DecisionRow, DecisionWrites, NewDecision,
 };
 pub(crate) use grants::{GrantReads, GrantWrites, PatternRow};
+pub(crate) use group_commit::GroupCommit;
 pub(crate) use labels::{InheritedLabel, LabelReads, LabelWrites, StateRow, StoredLabel};
 pub(crate) use postures::{
     DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Reach, SubtreePosture,

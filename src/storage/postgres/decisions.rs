@@ -29,9 +29,7 @@ use super::failover::{server_gone, Pause};
 use super::sessions::subtree_walk;
 use super::{Conn, PgConn, Postgres, Tx};
 use crate::error::{Error, Result, StorageError};
-use crate::storage::{
-    Append, DecisionFilter, DecisionReads, DecisionRow, DecisionWrites, NewDecision,
-};
+use crate::storage::{DecisionFilter, DecisionReads, DecisionRow, DecisionWrites, NewDecision};
 
 /// The records of one append, as arrays, in order; `session_tree_root` (migration V7) finds
 /// each one's tree. The trigger `decisions_are_queued` queues them.
@@ -267,17 +265,6 @@ impl DecisionWrites for Tx<'_> {
         let ids = ids.to_vec();
         self.read.rows(INTEGRATE, &[&batch, &first, &ids])?;
         self.read.execute(DEQUEUE, &[&ids])?;
-        Ok(())
-    }
-}
-
-/// What an append's closure hands over: the records, sent as one statement after it returns.
-#[derive(Default)]
-pub(super) struct Collected(pub(super) Vec<NewDecision>);
-
-impl Append for Collected {
-    fn append_decisions(&mut self, records: &[NewDecision]) -> Result<()> {
-        self.0.extend_from_slice(records);
         Ok(())
     }
 }

@@ -66,7 +66,7 @@ use std::time::Duration;
 use postgres::types::ToSql;
 use postgres::{IsolationLevel, Row, Statement};
 
-use super::{Append, Engine, FileReads, Import, Read, Write};
+use super::{Append, Collected, Engine, FileReads, GroupCommit, Import, Read, Write};
 use crate::error::{EngineError, Error, Location, Result, StorageError};
 use crate::model::CheckReport;
 
@@ -77,6 +77,8 @@ pub(crate) struct Postgres {
     read_only: bool,
     /// How long an operation keeps trying on fresh connections after its server went away.
     failover_wait: Duration,
+    /// The decision records of this handle's threads, committed in groups.
+    appends: GroupCommit,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -338,14 +340,16 @@ impl Engine for Postgres {
         self.transaction(commit::Kind::Write, &mut |tx| f(tx))
     }
 
-    /// One statement on its own, no lock of the ledger's (`decisions.rs`).
+    /// One statement on its own, no lock of the ledger's (`decisions.rs`), for the records of
+    /// every thread of this handle appending at once (`GroupCommit`).
     fn append(&self, f: &mut dyn FnMut(&mut dyn Append) -> Result<()>) -> Result<()> {
         if self.read_only {
             return Err(StorageError::ReadOnly(self.location.clone()).into());
         }
-        let mut collected = decisions::Collected::default();
+        let mut collected = Collected::default();
         f(&mut collected)?;
-        self.append_records(&collected.0)
+        self.appends
+            .append(collected.0, &|records| self.append_records(records))
     }
 
     fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {

@@ -13,6 +13,7 @@ use postgres::NoTls;
 use super::{for_the_owner, migrate, PgConn, Postgres};
 use crate::config::Config;
 use crate::error::{Corruption, Error, InputError, Location, Result, StorageError};
+use crate::storage::GroupCommit;
 
 /// Where the ledger is, as it may be shown: the user, the hosts (a socket folder as `host=`),
 /// the ports and the database, and no password.
@@ -207,6 +208,7 @@ impl Postgres {
             .build(manager)?;
         Ok(Postgres {
             pool,
+            appends: GroupCommit::new(location.clone()),
             location,
             read_only: config.read_only,
             failover_wait: config.failover_wait,

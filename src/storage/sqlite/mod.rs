@@ -4,7 +4,8 @@
 //! Reads run on a pooled connection; a snapshot is one `BEGIN DEFERRED` transaction; every write
 //! is one `BEGIN IMMEDIATE` transaction, which takes the write lock before its first statement,
 //! so writers queue on the lock (`busy_timeout`) and never fail a transaction half way with
-//! `SQLITE_BUSY`. Nothing is retried: a write that waited its whole timeout fails. The strategy
+//! `SQLITE_BUSY`; a handle's own writers queue first among themselves, in the order they asked
+//! (`writers.rs`). Nothing is retried: a write that waited its whole timeout fails. The strategy
 //! is written down in `docs/concurrency.md`; the schema, with the triggers that keep the storage
 //! contract, is in `migrations/sqlite/` and `docs/schema.md`.
 //!
@@ -28,6 +29,7 @@ mod postures;
 mod sessions;
 mod transfer;
 mod tree;
+mod writers;
 
 use std::path::Path;
 use std::sync::atomic::AtomicUsize;
@@ -35,7 +37,7 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Append, Engine, FileReads, Import, Read, Write};
+use super::{Append, Collected, Engine, FileReads, GroupCommit, Import, Read, Write};
 use crate::error::{EngineError, Error, InputError, Location, Result, StorageError};
 use crate::model::CheckReport;
 
@@ -48,6 +50,12 @@ pub(crate) struct Sqlite {
     read_only: bool,
     /// True when opened read-only as an immutable lone copy (`Sqlite::open_read_only`).
     immutable: bool,
+    /// The decision records of this handle's threads, committed in groups.
+    appends: GroupCommit,
+    /// This handle's writers, in the order they asked.
+    writers: writers::Writers,
+    /// How long a writer waits for the writers before it, of this handle and others.
+    busy_timeout: std::time::Duration,
     /// How many connections to the file this handle has opened, the setup connection included.
     #[cfg_attr(not(test), allow(dead_code))]
     opened: Arc<AtomicUsize>,
@@ -116,6 +124,20 @@ impl FileReads for Conn<'_> {
     }
 }
 
+impl Sqlite {
+    /// Runs `f` on a pooled connection in this writer's turn among the handle's writers
+    /// (`writers.rs`), with what is left of the busy timeout for a writer of another process.
+    fn in_turn(&self, f: &mut dyn FnMut(&mut Connection) -> Result<()>) -> Result<()> {
+        let (_turn, left) = self.writers.turn(self.busy_timeout)?;
+        let mut conn = self.pool.get()?;
+        conn.busy_timeout(left)?;
+        let done = f(&mut conn);
+        let reset = conn.busy_timeout(self.busy_timeout);
+        done?;
+        Ok(reset?)
+    }
+}
+
 impl Engine for Sqlite {
     fn location(&self) -> &Location {
         &self.location
@@ -150,29 +172,37 @@ impl Engine for Sqlite {
         if self.read_only {
             return Err(StorageError::ReadOnly(self.location.clone()).into());
         }
-        let mut conn = self.pool.get()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        f(&mut Tx {
-            read: Conn { conn: &tx },
-        })?;
-        tx.commit()?;
-        Ok(())
+        self.in_turn(&mut |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            f(&mut Tx {
+                read: Conn { conn: &tx },
+            })?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     /// SQLite has one writer per file: an append is a `BEGIN IMMEDIATE` transaction like any
     /// write, which waits for the writer holding the file (`busy_timeout`), and holds it for
-    /// its `INSERT`s and its commit only: it reads nothing, and never the audit chain.
+    /// its `INSERT`s and its commit only: it reads nothing, and never the audit chain. The
+    /// records of this handle's threads appending at once share one (`GroupCommit`).
     fn append(&self, f: &mut dyn FnMut(&mut dyn Append) -> Result<()>) -> Result<()> {
         if self.read_only {
             return Err(StorageError::ReadOnly(self.location.clone()).into());
         }
-        let mut conn = self.pool.get()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        f(&mut Tx {
-            read: Conn { conn: &tx },
-        })?;
-        tx.commit()?;
-        Ok(())
+        let mut collected = Collected::default();
+        f(&mut collected)?;
+        self.appends.append(collected.0, &|records| {
+            self.in_turn(&mut |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                Tx {
+                    read: Conn { conn: &tx },
+                }
+                .append_decisions(records)?;
+                tx.commit()?;
+                Ok(())
+            })
+        })
     }
 
     fn import(&self, _: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {

@@ -10,9 +10,11 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags};
 
 use super::connection::{configure, keep_wal_file};
+use super::writers::Writers;
 use super::{classify, migrate, sqlite_code, Sqlite};
 use crate::config::Config;
 use crate::error::{Corruption, Error, InputError, Location, Result, StorageError};
+use crate::storage::GroupCommit;
 
 /// The pool's connection manager: r2d2_sqlite's, with two changes.
 ///
@@ -295,9 +297,13 @@ impl Sqlite {
             .min_idle(Some(0))
             .test_on_check_out(false)
             .build(manager)?;
+        let location = Location::File(path);
         Ok(Sqlite {
             pool,
-            location: Location::File(path),
+            appends: GroupCommit::new(location.clone()),
+            writers: Writers::default(),
+            busy_timeout: config.busy_timeout,
+            location,
             read_only: config.read_only,
             immutable: false,
             opened,
