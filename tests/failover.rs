@@ -367,12 +367,21 @@ fn readers_on_the_standby_read_as_a_read_only_handle_does_and_writers_are_refuse
     let head = writer.audit_head()?;
 
     let on_standby = pair.on("standby", &url);
-    let reader = Ledger::open_with(
-        &on_standby,
-        Config::default().create_if_missing(true).read_only(true),
-    )?;
-    // A synchronous commit is on the standby's disk; it shows once the standby replayed it.
+    // A synchronous commit is on the standby's disk; it shows once the standby replayed it. A
+    // standby made anew by the test before (from a base backup) may not have replayed the
+    // ledger's schema yet: until it has, the schema is empty there.
     let started = Instant::now();
+    let reader = loop {
+        let config = Config::default().create_if_missing(true).read_only(true);
+        match Ledger::open_with(&on_standby, config) {
+            Err(Error::Storage(StorageError::NotALedger(_)))
+                if started.elapsed() < Duration::from_secs(30) =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            opened => break opened?,
+        }
+    };
     while reader.audit_head()? != head {
         assert!(
             started.elapsed() < Duration::from_secs(30),
