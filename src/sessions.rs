@@ -161,15 +161,18 @@ pub(crate) fn create_root(
 }
 
 /// Records `id` as created by the live session `creator`, within `bounds` (rule S2), with its
-/// creator's posture as it stands now, under the write lock (rule P1). What the create checks
-/// is read at once ([`CreationFacts`](crate::storage::CreationFacts)). A spawned creator seen
-/// for the first time is recorded first; a refusal undoes that, and records only the refusal.
+/// creator's posture as it stands now, under the write lock (rule P1); or, when `withheld`
+/// says why, with no posture at all, the reason in the audit row (rule G2: a sub-agent whose
+/// spawner cannot be established). What the create checks is read at once
+/// ([`CreationFacts`](crate::storage::CreationFacts)). A spawned creator seen for the first
+/// time is recorded first; a refusal undoes that, and records only the refusal.
 pub(crate) fn create_child(
     tx: &mut dyn Write,
     id: Id<'_>,
     creator: Id<'_>,
     actor: &str,
     bounds: &Bounds,
+    withheld: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<CreateOutcome> {
     let since = bounds.window_start(now);
@@ -215,14 +218,22 @@ pub(crate) fn create_child(
     })?;
     // Rule P1: the posture the creator holds now, read under the write lock, and copied in
     // the same transaction; the database checks the copy is exactly the creator's.
-    tx.inherit_known_posture(id, creator, now, facts.creator_posture)?;
-    let (trust, trust_reads) = postures::born_with(facts.creator_posture);
-    let detail = json!({
+    let (trust, trust_reads) = match withheld {
+        None => {
+            tx.inherit_known_posture(id, creator, now, facts.creator_posture)?;
+            postures::born_with(facts.creator_posture)
+        }
+        Some(_) => (false, false),
+    };
+    let mut detail = json!({
         "creator": creator.as_str(),
         "depth": depth,
         "inherited_trust": trust,
         "inherited_trust_reads": trust_reads,
     });
+    if let Some(why) = withheld {
+        detail["withheld"] = json!(why);
+    }
     audit::append(
         tx,
         now,

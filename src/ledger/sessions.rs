@@ -37,7 +37,44 @@ impl Ledger {
         let (id, creator) = (validate_new_id(id)?, Id::parse(creator)?);
         validate_actor(actor)?;
         let bounds = Bounds::from(&self.config);
-        match self.write(|tx, now| sessions::create_child(tx, id, creator, actor, &bounds, now))? {
+        match self
+            .write(|tx, now| sessions::create_child(tx, id, creator, actor, &bounds, None, now))?
+        {
+            CreateOutcome::Created(created) => Ok(created),
+            CreateOutcome::Refused(refusal) => Err(refusal.into()),
+        }
+    }
+
+    /// [`Ledger::create_child`], born with no posture whatever its creator holds, and `why` in
+    /// its `session.create` audit row (as `withheld`, beside `inherited_trust: false`): for a
+    /// child whose creator is known only as the nearest session that could have made it (rule
+    /// G2: a sub-agent whose spawner cannot be established). Its label is inherited on first
+    /// read as any child's (rule L2); patterns and scopes never are.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::create_child`]; `InvalidConfig` for an empty `why` or one longer than 1,000
+    /// characters.
+    pub fn create_child_withholding(
+        &self,
+        id: &str,
+        creator: &str,
+        actor: &str,
+        why: &str,
+    ) -> Result<Created> {
+        let (id, creator) = (validate_new_id(id)?, Id::parse(creator)?);
+        validate_actor(actor)?;
+        if why.trim().is_empty() || why.chars().count() > 1_000 {
+            return Err(crate::error::InputError::InvalidConfig(
+                "the reason a posture is withheld must hold 1 to 1,000 characters".into(),
+            )
+            .into());
+        }
+        let bounds = Bounds::from(&self.config);
+        let withheld = Some(why);
+        match self.write(|tx, now| {
+            sessions::create_child(tx, id, creator, actor, &bounds, withheld, now)
+        })? {
             CreateOutcome::Created(created) => Ok(created),
             CreateOutcome::Refused(refusal) => Err(refusal.into()),
         }
