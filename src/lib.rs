@@ -89,6 +89,7 @@
 // safe call for.
 #![deny(unsafe_code)]
 
+mod agents;
 mod audit;
 mod authority;
 mod clock;
@@ -108,6 +109,7 @@ mod recorder;
 mod sessions;
 mod storage;
 
+pub use agents::{claude_code, reason_line, Permission, ToolClass};
 pub use audit::{
     audit_leaf, chain_hash, ocsf_event, verify_consistency, verify_inclusion, verify_receipt,
     AuditQuery, ChainProblem, Checkpoint, CheckpointOptions, CheckpointVerification, Finding,

@@ -15,7 +15,7 @@ const MAX_LINES: usize = 600;
 
 /// Each layer and the top modules in it, from the top down.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("facade", &["ledger", "recorder"]),
+    ("facade", &["ledger", "recorder", "agents"]),
     (
         "concepts",
         &[

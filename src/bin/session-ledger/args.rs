@@ -80,11 +80,31 @@ pub enum Command {
         #[arg(value_name = "SHELL")]
         shell: clap_complete::Shell,
     },
+    /// Answer an agent runtime's hook from the ledger at --db (docs/agents.md).
+    Hook {
+        #[command(subcommand)]
+        runtime: HookRuntime,
+    },
     /// Build an example ledger in a new file of its own and walk through it.
     Demo {
         /// Where to write the demo ledger (must not exist); default a new file in the temp dir.
         #[arg(long, value_name = "PATH")]
         path: Option<PathBuf>,
+    },
+}
+
+/// The agent runtimes whose hooks `hook` answers.
+#[derive(Debug, Subcommand)]
+pub enum HookRuntime {
+    /// Claude Code: reads one hook event (SessionStart, PreToolUse, PostToolUse, SubagentStart,
+    /// SubagentStop, SessionEnd) on stdin and answers on stdout, always with exit status 0;
+    /// anything that goes wrong is answered "ask". $SESSION_LEDGER_SESSION names the ledger
+    /// session Claude Code works for (else one is recorded for it);
+    /// $SESSION_LEDGER_TAINTING_TOOLS names MCP tools that bring in outside content.
+    ClaudeCode {
+        /// Print the settings.json `hooks` that run this binary for every event, and exit.
+        #[arg(long)]
+        settings: bool,
     },
 }
 

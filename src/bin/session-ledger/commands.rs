@@ -18,5 +18,7 @@ pub mod completions;
 pub mod copy;
 /// Decision records: `decisions` (the listing), `decisions show`, `decisions integrate`.
 pub mod decisions;
+/// `hook claude-code`: Claude Code's hooks answered by the ledger, failing closed.
+pub mod hook;
 /// Sessions and labels: `init`, `create`, `state`, `raise`, `end`, `tree`.
 pub mod sessions;

@@ -111,6 +111,12 @@ pub fn open_existing(path: &Path) -> Result<Ledger, Error> {
     Ledger::open_with(path, cli_config())
 }
 
+/// [`open_existing`], waiting at most `busy` for another writer: for a hook, which must answer
+/// within its runtime's timeout.
+pub fn open_existing_waiting(path: &Path, busy: std::time::Duration) -> Result<Ledger, Error> {
+    Ledger::open_with(path, cli_config().busy_timeout(busy))
+}
+
 /// Opens the ledger for a command that only reads (`state`, `tree`, `audit`, `verify`,
 /// `explain`, `check`, the lists): for writing when this user may write the file, as every
 /// command did before, so that it also upgrades an older ledger; read-only otherwise, so that

@@ -17,8 +17,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command};
-use crate::commands::{completions, copy};
+use crate::args::{Cli, Command, HookRuntime};
+use crate::commands::{completions, copy, hook};
 use crate::context::Context;
 use crate::error::CliError;
 
@@ -82,6 +82,12 @@ fn run(cli: &Cli, out: &mut dyn Write, notes: &mut dyn Write) -> Result<(), CliE
         }
         Command::Completions { shell } => completions::completions(*shell, out)?,
         Command::Demo { path } => demo::run(out, path.as_deref())?,
+        Command::Hook {
+            runtime: HookRuntime::ClaudeCode { settings: true },
+        } => hook::settings(&cli.db, out, notes)?,
+        Command::Hook {
+            runtime: HookRuntime::ClaudeCode { settings: false },
+        } => hook::claude_code(&cli.db, &mut io::stdin().lock(), out, notes)?,
     }
     Ok(())
 }

@@ -1,0 +1,137 @@
+"""The real agent programs, for the tests that put the ledger in front of them: the Claude
+Code binary from the npm registry (``@anthropic-ai/claude-code-linux-x64``, pinned), installed
+into ``target/agents-npm`` when missing, and pointed at the tests' own scripted model server
+(``model_server.py``); and the ``session-ledger`` binary that answers its hooks.
+
+Without npm, or without the registry, the tests say they are skipped; with
+``SESSION_LEDGER_REQUIRE_AGENTS=1`` (as the README's test command sets) they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional
+
+import pytest
+
+import model_server
+
+ROOT = Path(__file__).resolve().parents[3]
+NPM_FOLDER = ROOT / "target" / "agents-npm"
+CLAUDE_CODE = "@anthropic-ai/claude-code-linux-x64@2.1.328"
+CLAUDE_BINARY = NPM_FOLDER / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+REQUIRE_VARIABLE = "SESSION_LEDGER_REQUIRE_AGENTS"
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get(REQUIRE_VARIABLE) == "1":
+        pytest.fail(f"{why}, and {REQUIRE_VARIABLE}=1")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def claude_binary() -> Path:
+    """The pinned Claude Code binary, installed with npm into target/agents-npm if missing."""
+    if not CLAUDE_BINARY.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            _unavailable("npm is not installed, so the Claude Code binary cannot be")
+        NPM_FOLDER.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [str(npm), "install", "--prefix", str(NPM_FOLDER), "--no-audit", "--no-fund", CLAUDE_CODE],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0 or not CLAUDE_BINARY.exists():
+            _unavailable(f"npm could not install {CLAUDE_CODE}: {done.stderr[-2000:]}")
+    return CLAUDE_BINARY
+
+
+@pytest.fixture(scope="session")
+def ledger_binary() -> Path:
+    """The session-ledger binary the hooks run: target/debug's, built if missing."""
+    binary = ROOT / "target" / "debug" / "session-ledger"
+    if not binary.exists():
+        subprocess.run(
+            ["cargo", "build", "--locked", "--quiet", "--bin", "session-ledger"], cwd=ROOT, check=True
+        )
+    return binary
+
+
+@pytest.fixture
+def model() -> Iterator[model_server.Server]:
+    server = model_server.start()
+    yield server
+    server.close()
+
+
+@dataclass
+class Run:
+    """What one ``claude -p`` run printed: its JSON result, and its standard error."""
+
+    result: Dict[str, Any]
+    stderr: str
+
+    @property
+    def session_id(self) -> str:
+        return str(self.result["session_id"])
+
+
+@dataclass
+class ClaudeCode:
+    """Runs the real Claude Code, in ``work``, with the ledger's hook installed for every
+    event, against the scripted model server."""
+
+    binary: Path
+    hook: Path
+    model: model_server.Server
+    work: Path
+
+    def run(self, steps: List[Dict[str, Any]], *, ledger: str, env: Optional[Mapping[str, str]] = None) -> Run:
+        home = Path(tempfile.mkdtemp(prefix="claude-home-"))
+        try:
+            # As the docs say to install it: a file by its path, a URL from the environment.
+            settings = subprocess.run(
+                [str(self.hook), "--db", ledger, "hook", "claude-code", "--settings"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            (home / ".claude").mkdir()
+            (home / ".claude" / "settings.json").write_text(settings)
+            environment = {
+                "PATH": os.environ.get("PATH", ""),
+                "HOME": str(home),
+                "ANTHROPIC_BASE_URL": self.model.url,
+                "ANTHROPIC_API_KEY": "sk-scripted",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "SESSION_LEDGER_DB": ledger,
+            }
+            environment.update(env or {})
+            done = subprocess.run(
+                [str(self.binary), "-p", model_server.script(steps), "--output-format", "json"],
+                cwd=self.work,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, f"claude exited {done.returncode}: {done.stderr[-3000:]}"
+            return Run(json.loads(done.stdout), done.stderr)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def claude(claude_binary: Path, ledger_binary: Path, model: model_server.Server, tmp_path: Path) -> ClaudeCode:
+    work = tmp_path / "work"
+    work.mkdir()
+    return ClaudeCode(claude_binary, ledger_binary, model, work)
