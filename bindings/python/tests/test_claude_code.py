@@ -11,7 +11,7 @@ from pathlib import Path
 
 from session_ledger import Ledger
 
-from agent_programs import ClaudeCode, claude, claude_binary, ledger_binary, model  # noqa: F401 - fixtures
+from agent_programs import ClaudeCode, Pages, claude, claude_binary, ledger_binary, model, pages  # noqa: F401 - fixtures
 from conftest import ACTOR, Place
 
 
@@ -147,3 +147,25 @@ def test_a_sub_agent_of_a_sub_agent_is_a_grandchild_with_the_right_creator(
     assert agents[1].created_by == agents[0].id
     deciders = {r.input: r.session for r in ledger.decisions(subtree="conductor")}
     assert deciders == {"echo outer": agents[0].id, "echo inner": agents[1].id}
+
+
+def test_a_web_fetch_marks_the_session_untrusted_and_a_sub_agent_spawned_after_it_too(
+    place: Place, claude: ClaudeCode, pages: Pages
+) -> None:
+    ledger: Ledger = place.open()
+    ledger.create_root("conductor", actor=ACTOR)
+    ledger.grant("conductor", "trust", actor=ACTOR)
+    claude.certificate = pages.certificate
+    page = f"{pages.url}/page.html"
+    run = claude.run(
+        [{"run": "echo before"}, {"fetch": page}, {"spawn": [{"run": "echo after"}]}],
+        ledger=place.target,
+        env={"SESSION_LEDGER_SESSION": "conductor"},
+    )
+    fetched = claude.model.result_of("WebFetch", "url", page)
+    assert fetched is not None and not fetched.is_error, fetched
+    assert ledger.state("conductor").untrusted
+    [sub_agent] = [c for c in ledger.children("conductor") if c.id.startswith(f"cc-{run.session_id}.")]
+    assert ledger.state(sub_agent.id).untrusted, "inherited on its first read"
+    raised = [r for r in ledger.audit(session="conductor") if r.kind == "label.raise"]
+    assert [(r.actor, r.detail["after"]["untrusted"]) for r in raised] == [("claude-code", True)], raised
