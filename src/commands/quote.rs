@@ -3,7 +3,8 @@
 
 /// Joins words into a command line that parses back into the same words: a word of plain
 /// characters stays as it is, any other is single-quoted (a `'` inside written `'"'"'`). A word
-/// with `=` is quoted too, so that it is never read as an assignment or an operator (`==`).
+/// with `=` is quoted too, so that it is never read as an assignment or an operator (`==`), and
+/// so is a word the shell reserves (`if`, `done`, ...), which first on a line is a keyword.
 ///
 /// ```
 /// use session_ledger::{join_words, parse_command_line};
@@ -23,8 +24,15 @@ pub fn join_words<S: AsRef<str>>(words: &[S]) -> String {
     line
 }
 
+/// The words bash reserves: first on a line, each is a keyword, not a program.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "time", "coproc",
+];
+
 fn plain(word: &str) -> bool {
     !word.is_empty()
+        && !RESERVED.contains(&word)
         && word
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"@%+:,./-_".contains(&b))
@@ -44,6 +52,16 @@ fn quote_into(word: &str, out: &mut String) {
 mod tests {
     use super::*;
     use crate::commands::parse_command_line;
+
+    #[test]
+    fn a_reserved_word_is_quoted_so_that_it_parses_back_as_a_word() {
+        for word in RESERVED {
+            let line = join_words(&[*word, "x"]);
+            assert_eq!(line, format!("'{word}' x"));
+            let parsed = parse_command_line(&line).expect(word);
+            assert_eq!(parsed[0].words, [*word, "x"], "{line}");
+        }
+    }
 
     #[test]
     fn joined_words_parse_back_into_the_same_words() {
