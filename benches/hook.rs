@@ -101,7 +101,7 @@ fn main() {
         .to_string();
         let (mut hook, mut floor) = (Vec::new(), Vec::new());
         for i in 0..runs + 10 {
-            let mut once = |side: usize| match side {
+            let once = |side: usize| match side {
                 0 => run(
                     &location,
                     &deepest,

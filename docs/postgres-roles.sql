@@ -40,7 +40,7 @@ GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_s
                 audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
                 refinery_schema_history, session_tree, live_sessions, trusted_now, session_state,
                 revocations, refused_creations, live_authority, decisions, decision_queue,
-                decision_log, decision_records
+                decision_log, decision_records, ledger_options
    TO session_ledger_app;
 
 -- What the library writes, table by table.
@@ -69,6 +69,8 @@ GRANT INSERT ON audit_tree, checkpoints TO session_ledger_app;
 -- log, and the queue's row taken out (C38 to C40).
 GRANT INSERT ON decisions, decision_queue, decision_log TO session_ledger_app;
 GRANT DELETE ON decision_queue TO session_ledger_app;
+-- ledger_options: set, and set again.
+GRANT INSERT, UPDATE ON ledger_options TO session_ledger_app;
 
 -- An auditor reads everything and changes nothing.
 DO $$
@@ -80,7 +82,8 @@ BEGIN
                         audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
                         refinery_schema_history, session_tree, live_sessions, trusted_now,
                         session_state, revocations, refused_creations, live_authority,
-                        decisions, decision_queue, decision_log, decision_records
+                        decisions, decision_queue, decision_log, decision_records,
+                        ledger_options
            TO session_ledger_auditor;
     END IF;
 END

@@ -128,8 +128,14 @@ pub fn reason_line(decision: &Decision) -> String {
             format!("session-ledger: the ledger has no session {session}, so nothing approves")
         }
         Reason::SessionEnded => format!("session-ledger: session {session} has ended"),
-        Reason::Nothing { reads_only, .. } => {
-            if *reads_only {
+        Reason::Nothing {
+            reads_only,
+            untrusted,
+            ..
+        } => {
+            if *untrusted {
+                format!("session-ledger: {session} read content from outside, so its trust covers only what reads (the ledger's option untrusted-asks)")
+            } else if *reads_only {
                 format!("session-ledger: {session} may only run what reads, and this was not found to only read")
             } else {
                 format!("session-ledger: nothing of {session}'s approves this")

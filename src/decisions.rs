@@ -170,6 +170,11 @@ pub enum Reason {
         /// stand for (`git -c`, `find -exec`, the program a wrapper runs).
         #[serde(skip_serializing_if = "Option::is_none")]
         kept: Option<KeptWord>,
+        /// The session holds `trust`, and it did not approve: the session's label is untrusted,
+        /// the call is not read-only, and the ledger's option
+        /// [`UntrustedAsks`](crate::LedgerOption::UntrustedAsks) is on (rule G3).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        untrusted: bool,
     },
 }
 
@@ -276,12 +281,32 @@ pub(crate) fn decide(
     // The line, parsed once for the classifier and the patterns, and only if either needs it.
     let mut parsed = None;
     let parse = || parse_command_line(command);
+    let mut untrusted = false;
     let posture = match facts.posture {
         Some(p) if p.current && p.level == PostureLevel::Trust => {
-            return Ok(Some(decision(
-                Verdict::Approve,
-                Reason::Trust { posture: p },
-            )));
+            // Rule G3: with the option on, trust approves what an untrusted session runs
+            // only when it only reads. Off, nothing more is read.
+            let withheld = facts.untrusted_asks && {
+                let reads = match read_only {
+                    ReadOnly::Yes => true,
+                    ReadOnly::No => false,
+                    ReadOnly::Classify => {
+                        let verdict = classify_parsed(command, parsed.get_or_insert_with(parse));
+                        let reads = verdict.read_only;
+                        classification = Some(verdict);
+                        reads
+                    }
+                };
+                !reads && labels::unrecorded_state(r, id, now)?.untrusted
+            };
+            if !withheld {
+                return Ok(Some(decision(
+                    Verdict::Approve,
+                    Reason::Trust { posture: p },
+                )));
+            }
+            untrusted = true;
+            Some(p)
         }
         Some(p) if p.current && p.level == PostureLevel::TrustReads => {
             let reads = match read_only {
@@ -382,6 +407,7 @@ pub(crate) fn decide(
             unadmitted,
             refused,
             kept,
+            untrusted,
         },
     )))
 }
@@ -437,9 +463,16 @@ pub(crate) fn decide_tool(
         return Ok(decision(Verdict::Ask, Reason::SessionEnded));
     }
     let reads = READ_ONLY_TOOLS.contains(&call.tool);
+    let mut untrusted = false;
     let posture = match facts.posture {
         Some(p) if p.current && p.level == PostureLevel::Trust => {
-            return Ok(decision(Verdict::Approve, Reason::Trust { posture: p }));
+            // Rule G3, as in `decide`.
+            if !(facts.untrusted_asks && !reads && labels::unrecorded_state(r, id, now)?.untrusted)
+            {
+                return Ok(decision(Verdict::Approve, Reason::Trust { posture: p }));
+            }
+            untrusted = true;
+            Some(p)
         }
         Some(p) if p.current && p.level == PostureLevel::TrustReads && reads => {
             let reason = Reason::TrustReads {
@@ -481,6 +514,7 @@ pub(crate) fn decide_tool(
             unadmitted: None,
             refused: None,
             kept: None,
+            untrusted,
         },
     ))
 }

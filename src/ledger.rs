@@ -18,6 +18,7 @@ mod audit_trail;
 mod authority;
 mod checkpoints;
 mod decision_log;
+mod options;
 mod sessions;
 
 pub use checkpoints::{ConsistencyProof, RecordedCheckpoint};

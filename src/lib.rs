@@ -103,6 +103,7 @@ mod grants;
 mod labels;
 mod ledger;
 mod model;
+mod options;
 mod patterns;
 mod postures;
 mod recorder;
@@ -148,6 +149,7 @@ pub use model::{
     BrokenReference, CheckReport, Grant, Label, Materialized, Origin, Posture, PostureLevel,
     PostureSource, Scope, Session, StandingGrant, Taint, GENESIS_HASH, MAX_ACTOR_LEN, MAX_ID_LEN,
 };
+pub use options::LedgerOption;
 pub use patterns::{
     check_pattern_examples, is_tool_rule, pattern_matches, test_pattern, validate_pattern,
     PartTest, PathGlob, Pattern, PatternTest, ToolCall, ToolRule, EDIT_TOOLS, MAX_PATTERN_LEN,

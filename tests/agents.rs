@@ -8,7 +8,8 @@ mod common;
 
 use common::{Engine, TestResult};
 use session_ledger::{
-    AuditKind, AuditQuery, Permission, PostureLevel, Raise, ReadOnly, ToolClass, Verdict,
+    AuditKind, AuditQuery, LedgerOption, Permission, PostureLevel, Raise, ReadOnly, Reason,
+    ToolCall, ToolClass, Verdict,
 };
 
 fn a_child_created_withholding_its_posture_holds_none_and_its_create_row_says_why(
@@ -62,8 +63,107 @@ fn a_child_created_withholding_its_posture_holds_none_and_its_create_row_says_wh
     Ok(())
 }
 
+fn with_untrusted_asks_on_an_untrusted_sessions_trust_covers_only_what_reads(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    f.ledger.create_root("conductor", "alice")?;
+    f.ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    f.ledger.add_pattern("conductor", "make test", "alice")?;
+    let outside = Raise {
+        taint: None,
+        untrusted: true,
+    };
+    f.ledger.raise("conductor", outside, "claude-code")?;
+    let verdict = |id: &str, command: &str| -> Result<_, session_ledger::Error> {
+        f.ledger.decide(id, command, ReadOnly::Classify)
+    };
+    // Off, as a ledger starts: trust approves whatever the label says.
+    assert!(!f.ledger.option(LedgerOption::UntrustedAsks)?);
+    assert_eq!(verdict("conductor", "touch x")?.verdict, Verdict::Approve);
+
+    assert!(!f
+        .ledger
+        .set_option(LedgerOption::UntrustedAsks, true, "alice")?);
+    let asked = verdict("conductor", "touch x")?;
+    assert_eq!(asked.verdict, Verdict::Ask);
+    assert!(
+        matches!(
+            asked.reason,
+            Reason::Nothing {
+                untrusted: true,
+                ..
+            }
+        ),
+        "{asked:?}"
+    );
+    // What only reads is still approved by trust; a pattern still admits its command.
+    assert_eq!(verdict("conductor", "ls -la")?.verdict, Verdict::Approve);
+    assert!(matches!(
+        verdict("conductor", "make test")?.reason,
+        Reason::Pattern { .. }
+    ));
+    // Tool calls alike.
+    let edit = ToolCall {
+        tool: "Write",
+        path: None,
+        url: None,
+        root: None,
+    };
+    let read = ToolCall {
+        tool: "Read",
+        path: None,
+        url: None,
+        root: None,
+    };
+    assert_eq!(
+        f.ledger.decide_tool("conductor", &edit)?.verdict,
+        Verdict::Ask
+    );
+    assert_eq!(
+        f.ledger.decide_tool("conductor", &read)?.verdict,
+        Verdict::Approve
+    );
+    // A child inherits the posture at its create and the label at its first read: it asks too,
+    // and so does one never read yet.
+    f.ledger.create_child("worker", "conductor", "alice")?;
+    assert_eq!(verdict("worker", "touch x")?.verdict, Verdict::Ask);
+    f.ledger.create_child("worker-2", "conductor", "alice")?;
+    assert_eq!(
+        f.ledger
+            .decide("worker-2", "touch x", ReadOnly::No)?
+            .verdict,
+        Verdict::Ask
+    );
+    // A trusted session that read nothing from outside is not touched by it.
+    f.ledger.create_root("clean", "alice")?;
+    f.ledger.grant("clean", PostureLevel::Trust, "alice")?;
+    assert_eq!(verdict("clean", "touch x")?.verdict, Verdict::Approve);
+
+    assert!(f
+        .ledger
+        .set_option(LedgerOption::UntrustedAsks, false, "bob")?);
+    assert_eq!(verdict("conductor", "touch x")?.verdict, Verdict::Approve);
+    let rows = f.ledger.audit(&AuditQuery::all())?;
+    let set: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .filter(|r| r.kind == AuditKind::LedgerOption)
+        .map(|r| {
+            (
+                r.actor.as_str(),
+                r.detail["value"].as_str().unwrap_or(""),
+                r.detail["was"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(set, [("alice", "on", "off"), ("bob", "off", "on")]);
+    assert!(f.verify_in_sql().is_none());
+    Ok(())
+}
+
 engine_tests! {
     a_child_created_withholding_its_posture_holds_none_and_its_create_row_says_why,
+    with_untrusted_asks_on_an_untrusted_sessions_trust_covers_only_what_reads,
 }
 
 #[test]

@@ -861,6 +861,13 @@ fn time_columns(head: &AuditHead) -> Vec<(&'static str, String)> {
             "decisions.at",
             decision_insert(&[("at", &format!("'{AT}'"))]),
         ),
+        (
+            "ledger_options.set_at",
+            format!(
+                "INSERT INTO ledger_options (name, value, set_by, set_at)
+                 VALUES ('untrusted_asks', 'on', 'op', '{AT}')"
+            ),
+        ),
     ]
 }
 
@@ -2290,6 +2297,13 @@ fn a_version_8_ledger_upgrades_to_triggers_that_name_their_items_and_keeps_every
          given positions in the decision log; detail: {\\\"first\\\", \\\"count\\\", \\\"root\\\"}: \
          the first position, how many, and the RFC 6962 root over their leaves (docs/audit.md, \
          \\\"Decision records\\\")\")]"
+            .to_owned(),
+    );
+    // Version 13 adds one kind, for ledger options, and no other row.
+    expected.push(
+        "audit_kinds: [Text(\"ledger.option\"), Text(\"an operator set an option of the ledger; \
+         detail: {\\\"option\\\", \\\"value\\\", \\\"was\\\"}: its name, 'on' or 'off', and what it \
+         was\")]"
             .to_owned(),
     );
     expected.sort();

@@ -37,6 +37,7 @@ fn class_of(kind: AuditKind) -> (u32, u32, u32, &'static str) {
         }
         AuditKind::LabelInherit | AuditKind::LabelRaise => (3004, 3, 3, "Update"),
         AuditKind::CheckpointSign | AuditKind::DecisionsIntegrate => (3004, 3, 1, "Create"),
+        AuditKind::LedgerOption => (3004, 3, 3, "Update"),
         AuditKind::EpochStart => (6002, 6, 3, "Start"),
     }
 }
@@ -129,6 +130,14 @@ pub fn ocsf_event(entry: &AuditEntry) -> Value {
                     entry.detail.get("count").map(ToString::to_string).unwrap_or_default()
                 ),
                 "name": "decisions",
+                "data": entry.detail,
+            }
+        }),
+        3004 if entry.kind == AuditKind::LedgerOption => json!({
+            "entity": {
+                "type": "ledger option",
+                "uid": entry.detail.get("option").and_then(Value::as_str).unwrap_or(""),
+                "name": entry.detail.get("option").and_then(Value::as_str).unwrap_or(""),
                 "data": entry.detail,
             }
         }),

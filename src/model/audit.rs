@@ -85,6 +85,8 @@ audit_kinds! {
     CheckpointSign = "checkpoint.sign",
     /// A batch of decision records was given positions in the decision log (rule D1).
     DecisionsIntegrate = "decisions.integrate",
+    /// An operator set an option of the ledger.
+    LedgerOption = "ledger.option",
 }
 
 impl fmt::Display for AuditKind {

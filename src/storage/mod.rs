@@ -23,6 +23,7 @@ mod decisions;
 mod grants;
 mod group_commit;
 mod labels;
+mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod postures;
@@ -38,6 +39,7 @@ pub(crate) use decisions::{
 pub(crate) use grants::{GrantReads, GrantWrites, PatternRow};
 pub(crate) use group_commit::GroupCommit;
 pub(crate) use labels::{InheritedLabel, LabelReads, LabelWrites, StateRow, StoredLabel};
+pub(crate) use options::{OptionReads, OptionWrites};
 pub(crate) use postures::{
     DecisionFacts, HeldPosture, NewEpoch, PostureReads, PostureWrites, Reach, SubtreePosture,
 };
@@ -72,6 +74,7 @@ pub(crate) trait Read:
     + AuditReads
     + TreeReads
     + DecisionReads
+    + OptionReads
     + FileReads
     + ExportReads
 {
@@ -86,6 +89,7 @@ impl<T> Read for T where
         + AuditReads
         + TreeReads
         + DecisionReads
+        + OptionReads
         + FileReads
         + ExportReads
         + ?Sized
@@ -101,6 +105,7 @@ pub(crate) trait Write:
     + AuditWrites
     + TreeWrites
     + DecisionWrites
+    + OptionWrites
 {
     /// The transaction's reads: they see its own writes.
     fn read(&mut self) -> &mut dyn Read;

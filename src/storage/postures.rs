@@ -34,6 +34,8 @@ pub(crate) struct SubtreePosture {
 pub(crate) struct DecisionFacts {
     pub(crate) ended: bool,
     pub(crate) posture: Option<Posture>,
+    /// The ledger's option `untrusted_asks` is on (rule G3).
+    pub(crate) untrusted_asks: bool,
     /// Its command patterns, oldest first (then by text).
     pub(crate) patterns: Vec<PatternRow>,
     /// Its scope that is live at the decision's time and lasts longest (then by name).

@@ -169,3 +169,40 @@ def test_a_web_fetch_marks_the_session_untrusted_and_a_sub_agent_spawned_after_i
     assert ledger.state(sub_agent.id).untrusted, "inherited on its first read"
     raised = [r for r in ledger.audit(session="conductor") if r.kind == "label.raise"]
     assert [(r.actor, r.detail["after"]["untrusted"]) for r in raised] == [("claude-code", True)], raised
+
+
+def test_with_untrusted_asks_on_a_fetch_makes_the_sessions_next_writes_and_its_sub_agents_ask(
+    place: Place, claude: ClaudeCode, pages: Pages
+) -> None:
+    ledger: Ledger = place.open()
+    ledger.create_root("conductor", actor=ACTOR)
+    ledger.grant("conductor", "trust", actor=ACTOR)
+    subprocess.run(
+        [str(claude.hook), "--db", place.target, "option", "untrusted-asks", "on", "--actor", ACTOR],
+        check=True,
+        capture_output=True,
+    )
+    claude.certificate = pages.certificate
+    page = f"{pages.url}/page.html"
+    claude.run(
+        [
+            {"run": "touch before-the-fetch"},
+            {"fetch": page},
+            {"run": "ls"},
+            {"run": "touch after-the-fetch"},
+            {"spawn": [{"run": "touch by-a-later-sub-agent"}]},
+        ],
+        ledger=place.target,
+        env={"SESSION_LEDGER_SESSION": "conductor"},
+    )
+    assert (claude.work / "before-the-fetch").exists(), "trust approved it before the fetch"
+    listed = claude.model.result_of("Bash", "command", "ls")
+    assert listed is not None and not listed.is_error, "what only reads still runs"
+    for refused in ["touch after-the-fetch", "touch by-a-later-sub-agent"]:
+        result = claude.model.result_of("Bash", "command", refused)
+        assert result is not None and result.is_error, (refused, result)
+    assert not (claude.work / "after-the-fetch").exists()
+    assert not (claude.work / "by-a-later-sub-agent").exists()
+    asked = [r for r in ledger.decisions(subtree="conductor") if r.verdict == "ask"]
+    assert sorted(r.input for r in asked) == ["touch after-the-fetch", "touch by-a-later-sub-agent"]
+    assert all(r.reason.get("untrusted") is True for r in asked), [r.reason for r in asked]

@@ -329,6 +329,21 @@ pub enum LedgerCommand {
     /// Posture epochs: the lifetime of one run of the dashboard.
     #[command(subcommand)]
     Epoch(EpochCommand),
+    /// Show the ledger's options, or set one on or off for every handle on the ledger:
+    /// untrusted-asks (a session that read content from outside is not approved by trust for
+    /// what is not read-only; docs/agents.md).
+    #[command(name = "option")]
+    LedgerOption {
+        /// The option; without it, every option is shown.
+        #[arg(value_name = "OPTION")]
+        name: Option<String>,
+        /// `on` or `off`; without it, the option is shown.
+        #[arg(value_name = "on|off", value_parser = ["on", "off"])]
+        value: Option<String>,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
+    },
     /// Signed checkpoints of the audit trail, for auditors to keep (docs/audit.md).
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),

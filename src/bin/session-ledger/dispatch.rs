@@ -205,6 +205,9 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         } => decisions::list(ctx, filters),
         LedgerCommand::Classify { command } => authority::classify(command),
         LedgerCommand::Epoch(command) => authority::epoch(ctx, command),
+        LedgerCommand::LedgerOption { name, value, actor } => {
+            authority::option(ctx, name.as_deref(), value.as_deref(), actor)
+        }
         LedgerCommand::Checkpoint(CheckpointCommand::Keygen { key, name }) => {
             checkpoints::keygen(key, name)
         }

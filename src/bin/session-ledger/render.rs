@@ -127,6 +127,10 @@ pub enum Report {
     EpochStarted(EpochStart),
     /// `epoch show`: the current epoch.
     Epoch(i64),
+    /// `option`: each option shown, and whether it is on.
+    Options(Vec<(String, bool)>),
+    /// `option NAME on|off`: what it is now, and whether it was on.
+    OptionSet { option: String, on: bool, was: bool },
     /// `checkpoint keygen`: where the key went, and its verifier key.
     KeyGenerated { path: String, verifier: String },
     /// `checkpoint sign`.
@@ -383,6 +387,25 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::Epoch(epoch) => emit(out, json, &json!({ "epoch": epoch }), || {
             format!("current epoch: {epoch}")
         }),
+        Report::Options(options) => {
+            let value: serde_json::Map<String, serde_json::Value> = options
+                .iter()
+                .map(|(name, on)| (name.clone(), json!(on_off(*on))))
+                .collect();
+            emit(out, json, &value, || {
+                options
+                    .iter()
+                    .map(|(name, on)| format!("{name}: {}", on_off(*on)))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+        }
+        Report::OptionSet { option, on, was } => emit(
+            out,
+            json,
+            &json!({ "option": option, "value": on_off(*on), "was": on_off(*was) }),
+            || format!("{option}: {} (was {})", on_off(*on), on_off(*was)),
+        ),
         Report::KeyGenerated { path, verifier } => emit(
             out,
             json,
@@ -476,6 +499,14 @@ fn listing<T: serde::Serialize>(
 }
 
 /// Prints `value` as one line of JSON with `json`, else the text `text` makes.
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
 fn emit(
     out: &mut dyn Write,
     json: bool,

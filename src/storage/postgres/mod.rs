@@ -50,6 +50,7 @@ mod labels;
 mod levels;
 mod migrate;
 mod open;
+mod options;
 #[cfg(test)]
 #[path = "tests/plans.rs"]
 mod plans;

@@ -36,7 +36,9 @@ pub(super) const DECISION_FACTS: &str = concat!(
     ",      cp.patterns, cp.added_by, cp.added_at,
             sc.session_id AS scope_session, sc.name AS scope_name,
             sc.granted_by AS scope_granted_by, sc.granted_at AS scope_granted_at,
-            sc.expires_at AS scope_expires_at, sc.revoked_at AS scope_revoked_at
+            sc.expires_at AS scope_expires_at, sc.revoked_at AS scope_revoked_at,
+            (SELECT value = 'on' FROM ledger_options WHERE name = 'untrusted_asks')
+              AS untrusted_asks
        FROM sessions AS s
        LEFT JOIN postures AS p ON p.session_id = s.id
        LEFT JOIN LATERAL (
@@ -158,6 +160,9 @@ impl PostureReads for Conn<'_> {
         Ok(Some(DecisionFacts {
             ended: row.try_get("ended")?,
             posture: posture_of(&row)?,
+            untrusted_asks: row
+                .try_get::<_, Option<bool>>("untrusted_asks")?
+                .unwrap_or(false),
             patterns,
             live_scope,
         }))

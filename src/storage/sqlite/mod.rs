@@ -22,6 +22,7 @@ mod labels;
 mod levels;
 mod migrate;
 mod open;
+mod options;
 #[cfg(test)]
 #[path = "tests/plans.rs"]
 mod plans;

@@ -27,11 +27,14 @@ pub(super) const POSTURE: &str = concat!(
     " FROM postures AS p WHERE p.session_id = :id"
 );
 
-/// Whether a session ended, and its posture row: two unique-key searches.
+/// Whether a session ended, its posture row, and whether the ledger's option `untrusted_asks`
+/// is on: three unique-key searches.
 pub(super) const DECISION_FACTS: &str = concat!(
     "SELECT s.ended_at IS NOT NULL AS ended, ",
     posture_columns!(),
-    "  FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
+    ",      (SELECT value = 'on' FROM ledger_options WHERE name = 'untrusted_asks')
+              AS untrusted_asks
+       FROM sessions AS s LEFT JOIN postures AS p ON p.session_id = s.id
       WHERE s.id = :id"
 );
 
@@ -119,12 +122,16 @@ impl PostureReads for Conn<'_> {
             return Ok(None);
         };
         let (ended, posture) = (row.get("ended")?, posture_of(row)?);
+        let untrusted_asks = row
+            .get::<_, Option<bool>>("untrusted_asks")?
+            .unwrap_or(false);
         drop(rows);
         drop(stmt);
         // SQLite runs in the process: three statements cost what one would.
         Ok(Some(DecisionFacts {
             ended,
             posture,
+            untrusted_asks,
             patterns: self.patterns(id)?,
             live_scope: self.live_scope(id, now)?,
         }))

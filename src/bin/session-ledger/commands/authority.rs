@@ -5,7 +5,8 @@
 //! (`epoch`).
 
 use session_ledger::{
-    AlsoRevoke, AskedBy, NewPattern, PostureLevel, Propagation, ReadOnly, ToolCall, ToolRule,
+    AlsoRevoke, AskedBy, LedgerOption, NewPattern, PostureLevel, Propagation, ReadOnly, ToolCall,
+    ToolRule,
 };
 
 use crate::args::{
@@ -265,5 +266,50 @@ pub fn epoch(ctx: &Context<'_>, command: &EpochCommand) -> Result<Report, CliErr
             Ok(Report::EpochStarted(start))
         }
         EpochCommand::Show => Ok(Report::Epoch(open_for_reading(ctx)?.current_epoch()?)),
+    }
+}
+
+/// `option [NAME [on|off]]`: the ledger's options, one of them, or one set.
+pub fn option(
+    ctx: &Context<'_>,
+    name: Option<&str>,
+    value: Option<&str>,
+    actor: &Option<String>,
+) -> Result<Report, CliError> {
+    let chosen = match name {
+        None => None,
+        Some(name) => Some(LedgerOption::parse(name).ok_or_else(|| {
+            let known: Vec<String> = LedgerOption::ALL
+                .iter()
+                .map(|o| o.as_str().replace('_', "-"))
+                .collect();
+            CliError::Usage(format!(
+                "no option {name:?}: the options are {}",
+                known.join(", ")
+            ))
+        })?),
+    };
+    match (chosen, value) {
+        (Some(option), Some(value)) => {
+            let ledger = open_existing(ctx.db)?;
+            let was = ledger.set_option(option, value == "on", &acting(ctx, actor)?)?;
+            Ok(Report::OptionSet {
+                option: option.as_str().replace('_', "-"),
+                on: value == "on",
+                was,
+            })
+        }
+        (chosen, _) => {
+            let ledger = open_for_reading(ctx)?;
+            let options = match chosen {
+                Some(option) => vec![option],
+                None => LedgerOption::ALL.to_vec(),
+            };
+            let mut shown = Vec::new();
+            for option in options {
+                shown.push((option.as_str().replace('_', "-"), ledger.option(option)?));
+            }
+            Ok(Report::Options(shown))
+        }
     }
 }

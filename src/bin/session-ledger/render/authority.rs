@@ -92,8 +92,13 @@ pub fn describe_decision(d: &Decision) -> String {
             refused,
             classification,
             kept,
+            untrusted,
         } => {
             let base = match (reads_only, lapsed_epoch, classification) {
+                _ if *untrusted => "its trust does not cover what is not read-only: the session \
+                                    read content from outside, and the ledger's option \
+                                    untrusted-asks is on"
+                    .to_owned(),
                 (true, _, Some(c)) => format!(
                     "trust_reads covers read-only commands only, and this one is not: {:?}: {}",
                     c.word, c.reason
