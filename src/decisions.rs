@@ -17,7 +17,9 @@ use serde::Serialize;
 
 use crate::audit::{self, AuditQuery};
 use crate::authority::{self, Authority};
-use crate::commands::{classify_parsed, parse_command_line, Classification, Refusal};
+use crate::commands::{
+    classify_parsed, parse_command_line, Classification, Refusal, SimpleCommand,
+};
 use crate::decision_log::{self, Decided, DecisionQuery, DecisionRecord};
 use crate::error::Result;
 use crate::grants::CommandPattern;
@@ -253,6 +255,27 @@ impl Decision {
     }
 }
 
+/// Whether `command` only reads: as the caller said, or as the classifier finds, its verdict
+/// then kept in `classification`; the line is parsed into `parsed` once, if not already.
+fn only_reads(
+    command: &str,
+    read_only: ReadOnly,
+    parsed: &mut Option<Result<Vec<SimpleCommand>, Refusal>>,
+    classification: &mut Option<Classification>,
+) -> bool {
+    match read_only {
+        ReadOnly::Yes => true,
+        ReadOnly::No => false,
+        ReadOnly::Classify => {
+            let line = parsed.get_or_insert_with(|| parse_command_line(command));
+            let verdict = classify_parsed(command, line);
+            let reads = verdict.read_only;
+            *classification = Some(verdict);
+            reads
+        }
+    }
+}
+
 /// May `id` run `command` now? The decision for a recorded session, in the order the rules
 /// take: an ended session asks; `trust` approves; `trust_reads` approves a command the caller,
 /// or the ledger's classifier, says is read-only; command patterns approve a line whose every simple command one of
@@ -280,25 +303,14 @@ pub(crate) fn decide(
     let mut classification = None;
     // The line, parsed once for the classifier and the patterns, and only if either needs it.
     let mut parsed = None;
-    let parse = || parse_command_line(command);
     let mut untrusted = false;
     let posture = match facts.posture {
         Some(p) if p.current && p.level == PostureLevel::Trust => {
             // Rule G3: with the option on, trust approves what an untrusted session runs
             // only when it only reads. Off, nothing more is read.
-            let withheld = facts.untrusted_asks && {
-                let reads = match read_only {
-                    ReadOnly::Yes => true,
-                    ReadOnly::No => false,
-                    ReadOnly::Classify => {
-                        let verdict = classify_parsed(command, parsed.get_or_insert_with(parse));
-                        let reads = verdict.read_only;
-                        classification = Some(verdict);
-                        reads
-                    }
-                };
-                !reads && labels::unrecorded_state(r, id, now)?.untrusted
-            };
+            let withheld = facts.untrusted_asks
+                && !only_reads(command, read_only, &mut parsed, &mut classification)
+                && labels::unrecorded_state(r, id, now)?.untrusted;
             if !withheld {
                 return Ok(Some(decision(
                     Verdict::Approve,
@@ -309,17 +321,7 @@ pub(crate) fn decide(
             Some(p)
         }
         Some(p) if p.current && p.level == PostureLevel::TrustReads => {
-            let reads = match read_only {
-                ReadOnly::Yes => true,
-                ReadOnly::No => false,
-                ReadOnly::Classify => {
-                    let verdict = classify_parsed(command, parsed.get_or_insert_with(parse));
-                    let reads = verdict.read_only;
-                    classification = Some(verdict);
-                    reads
-                }
-            };
-            if reads {
+            if only_reads(command, read_only, &mut parsed, &mut classification) {
                 return Ok(Some(decision(
                     Verdict::Approve,
                     Reason::TrustReads {
@@ -342,7 +344,7 @@ pub(crate) fn decide(
             .filter_map(|row| cached_pattern(&row.pattern).map(|p| (p, row.added_by)))
             .collect();
         let patterns: Vec<_> = rows.iter().map(|(p, _)| p.as_ref()).collect();
-        match parsed.get_or_insert_with(parse) {
+        match parsed.get_or_insert_with(|| parse_command_line(command)) {
             Err(refusal) => refused = Some(refusal.clone()),
             Ok(commands) => {
                 let mut parts = Vec::with_capacity(commands.len());
