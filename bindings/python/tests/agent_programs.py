@@ -28,6 +28,8 @@ import model_server
 ROOT = Path(__file__).resolve().parents[3]
 NPM_FOLDER = ROOT / "target" / "agents-npm"
 CLAUDE_CODE = "@anthropic-ai/claude-code-linux-x64@2.1.328"
+ACP_AGENT = "@zed-industries/claude-agent-acp@0.23.1"
+ACP_AGENT_SCRIPT = NPM_FOLDER / "node_modules" / "@zed-industries" / "claude-agent-acp" / "dist" / "index.js"
 CLAUDE_BINARY = NPM_FOLDER / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 REQUIRE_VARIABLE = "SESSION_LEDGER_REQUIRE_AGENTS"
 
@@ -38,23 +40,35 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
-@pytest.fixture(scope="session")
-def claude_binary() -> Path:
-    """The pinned Claude Code binary, installed with npm into target/agents-npm if missing."""
-    if not CLAUDE_BINARY.exists():
+def _npm_installed(package: str, installed: Path) -> Path:
+    """``installed``, after installing ``package`` with npm into target/agents-npm if missing."""
+    if not installed.exists():
         npm = shutil.which("npm")
         if npm is None:
-            _unavailable("npm is not installed, so the Claude Code binary cannot be")
+            _unavailable(f"npm is not installed, so {package} cannot be")
         NPM_FOLDER.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(
-            [str(npm), "install", "--prefix", str(NPM_FOLDER), "--no-audit", "--no-fund", CLAUDE_CODE],
+            [str(npm), "install", "--prefix", str(NPM_FOLDER), "--no-audit", "--no-fund", package],
             capture_output=True,
             text=True,
             timeout=600,
         )
-        if done.returncode != 0 or not CLAUDE_BINARY.exists():
-            _unavailable(f"npm could not install {CLAUDE_CODE}: {done.stderr[-2000:]}")
-    return CLAUDE_BINARY
+        if done.returncode != 0 or not installed.exists():
+            _unavailable(f"npm could not install {package}: {done.stderr[-2000:]}")
+    return installed
+
+
+@pytest.fixture(scope="session")
+def claude_binary() -> Path:
+    """The pinned Claude Code binary, installed with npm into target/agents-npm if missing."""
+    return _npm_installed(CLAUDE_CODE, CLAUDE_BINARY)
+
+
+@pytest.fixture(scope="session")
+def acp_agent() -> Path:
+    """The pinned ACP agent for Claude Code (its Agent SDK carries a Claude Code that node
+    runs), installed with npm into target/agents-npm if missing."""
+    return _npm_installed(ACP_AGENT, ACP_AGENT_SCRIPT)
 
 
 @pytest.fixture(scope="session")
