@@ -6,6 +6,7 @@ model server received, and what the ledger recorded. On SQLite and on PostgreSQL
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -206,3 +207,24 @@ def test_with_untrusted_asks_on_a_fetch_makes_the_sessions_next_writes_and_its_s
     asked = [r for r in ledger.decisions(subtree="conductor") if r.verdict == "ask"]
     assert sorted(r.input for r in asked) == ["touch after-the-fetch", "touch by-a-later-sub-agent"]
     assert all(r.reason.get("untrusted") is True for r in asked), [r.reason for r in asked]
+
+
+def test_a_locked_ledger_keeps_the_call_from_running(sqlite_place: Place, claude: ClaudeCode) -> None:
+    ledger: Ledger = sqlite_place.open()
+    ledger.create_root("conductor", actor=ACTOR)
+    ledger.grant("conductor", "trust", actor=ACTOR)
+    holder = sqlite3.connect(sqlite_place.target, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        claude.run(
+            [{"run": "touch while-locked"}],
+            ledger=sqlite_place.target,
+            env={"SESSION_LEDGER_SESSION": "conductor"},
+        )
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    touched = claude.model.result_of("Bash", "command", "touch while-locked")
+    assert touched is not None and touched.is_error, touched
+    assert not (claude.work / "while-locked").exists()
+    assert ledger.decisions(session="conductor") == [], "nothing half-written"
