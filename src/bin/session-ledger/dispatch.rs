@@ -133,9 +133,19 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             ..
         } => audit::head(ctx),
         LedgerCommand::Audit {
-            command: Some(AuditCommand::Prove { seq, checkpoint }),
+            command:
+                Some(AuditCommand::Prove {
+                    consistency: Some(sizes),
+                    ..
+                }),
             ..
-        } => audit::prove(ctx, *seq, checkpoint.as_deref()),
+        } => audit::prove_consistency(ctx, sizes[0], sizes.get(1).copied()),
+        LedgerCommand::Audit {
+            command: Some(AuditCommand::Prove {
+                seq, checkpoint, ..
+            }),
+            ..
+        } => audit::prove(ctx, seq.unwrap_or(0), checkpoint.as_deref()),
         LedgerCommand::Audit {
             command:
                 Some(AuditCommand::VerifyReceipt {

@@ -125,6 +125,16 @@ pub enum Report {
     DecisionReceiptChecked(DecisionReceiptCheck),
     /// `epoch start`.
     EpochStarted(EpochStart),
+    /// `audit prove --consistency`: the tlog-witness body, the two roots, and whether the
+    /// ledger signed a checkpoint of the larger size (its note then ends the body).
+    ConsistencyProof {
+        from: u64,
+        to: u64,
+        old_root: String,
+        new_root: String,
+        text: String,
+        signed: bool,
+    },
     /// `epoch show`: the current epoch.
     Epoch(i64),
     /// `option`: each option shown, and whether it is on.
@@ -430,6 +440,18 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
             json_line(out, &json!({ "seq": seq, "receipt": text }))
         }
         Report::Receipt { text, .. } => Ok(write!(out, "{text}")?),
+        Report::ConsistencyProof {
+            from,
+            to,
+            old_root,
+            new_root,
+            text,
+            ..
+        } if json => json_line(
+            out,
+            &json!({ "old": from, "new": to, "old_root": old_root, "new_root": new_root, "proof": text }),
+        ),
+        Report::ConsistencyProof { text, .. } => Ok(write!(out, "{text}")?),
         Report::ReceiptChecked { check, failed } => emit(out, json, check, || {
             checkpoints::describe_receipt(check, *failed)
         }),
@@ -442,6 +464,14 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
 /// of `decisions`, as `next page: --before ID`.
 pub fn note(json: bool, report: &Report) -> Option<String> {
     match report {
+        Report::ConsistencyProof {
+            to,
+            new_root,
+            signed: false,
+            ..
+        } => Some(format!(
+            "the ledger signed no checkpoint of size {to}: the proof ends at its root {new_root}"
+        )),
         Report::Audit {
             next_before: Some(seq),
             ..

@@ -84,11 +84,25 @@ pub enum AuditCommand {
     /// tlog-proof), which anyone can check with the row and the verifier key alone.
     Prove {
         /// The row.
-        #[arg(value_parser = clap::value_parser!(i64).range(1..))]
-        seq: i64,
+        #[arg(
+            value_parser = clap::value_parser!(i64).range(1..),
+            required_unless_present = "consistency"
+        )]
+        seq: Option<i64>,
         /// The checkpoint to prove against (a file); default the newest one the ledger signed.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "consistency")]
         checkpoint: Option<PathBuf>,
+        /// Instead of a receipt, a consistency proof from the tree of the first FROM_SIZE rows to
+        /// the tree of TO_SIZE (default: the newest checkpoint the ledger signed), as C2SP
+        /// tlog-witness sends it: `old FROM_SIZE`, the proof's hashes in base64, one a line, a
+        /// blank line, and the signed checkpoint of TO_SIZE.
+        #[arg(
+            long,
+            num_args = 1..=2,
+            value_names = ["FROM_SIZE", "TO_SIZE"],
+            conflicts_with = "seq"
+        )]
+        consistency: Option<Vec<u64>>,
     },
     /// Check a receipt (as `audit prove` prints it) offline, with the verifier key alone: the
     /// checkpoint's signature, the row, and its inclusion under the checkpoint's root; one line

@@ -7,8 +7,10 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
 use serde_json::Value;
-use session_ledger::{AuditHead, AuditQuery, Receipt, ReceiptCheck};
+use session_ledger::{AuditHead, AuditQuery, Receipt, ReceiptCheck, RecordedCheckpoint};
 
 use crate::args::AuditFilters;
 use crate::context::{open_for_reading, parse_time, read_file, verifier_key, Context};
@@ -81,6 +83,56 @@ pub fn prove(ctx: &Context<'_>, seq: i64, checkpoint: Option<&Path>) -> Result<R
     Ok(Report::Receipt {
         seq,
         text: receipt.to_text(),
+    })
+}
+
+/// `audit prove --consistency FROM [TO]`: the consistency proof from the tree of the first
+/// `from` rows to the tree of `to` (default the newest checkpoint the ledger signed), as the
+/// body of a C2SP tlog-witness `add-checkpoint` request: `old FROM`, the proof's hashes in
+/// base64 one a line, a blank line, and the signed checkpoint of size `to`. When the ledger
+/// signed none of that size, the body ends at the blank line and the note says so.
+pub fn prove_consistency(
+    ctx: &Context<'_>,
+    from: u64,
+    to: Option<u64>,
+) -> Result<Report, CliError> {
+    let ledger = open_for_reading(ctx)?;
+    let mut signed = Vec::new();
+    loop {
+        let after = signed.last().map_or(0, |c: &RecordedCheckpoint| c.seq);
+        let page = ledger.checkpoints(after, 1_000)?;
+        if page.is_empty() {
+            break;
+        }
+        signed.extend(page);
+    }
+    let to = match (to, signed.last()) {
+        (Some(to), _) => to,
+        (None, Some(newest)) => newest.size,
+        (None, None) => {
+            return Err(CliError::Usage(
+                "the ledger has signed no checkpoint: give TO_SIZE, or sign one first".into(),
+            ))
+        }
+    };
+    let proof = ledger.consistency_proof(from, Some(to))?;
+    let mut text = format!("old {from}\n");
+    for hash in &proof.proof {
+        text.push_str(&BASE64.encode(hash));
+        text.push('\n');
+    }
+    text.push('\n');
+    let checkpoint = signed.iter().rev().find(|c| c.size == to);
+    if let Some(checkpoint) = checkpoint {
+        text.push_str(&checkpoint.note);
+    }
+    Ok(Report::ConsistencyProof {
+        from,
+        to,
+        old_root: BASE64.encode(proof.old_root),
+        new_root: BASE64.encode(proof.new_root),
+        text,
+        signed: checkpoint.is_some(),
     })
 }
 
