@@ -252,6 +252,20 @@ fn audit_prove_prints_a_receipt_that_checks_with_the_row_and_the_key(engine: Eng
     let row = &ok_json_array(&fx, &["audit", "--before", "3", "--limit", "1"])?[0];
     let key: session_ledger::VerifierKey = verifier.parse()?;
     assert!(session_ledger::verify_receipt(&receipt, Some(row), &key)?.ok);
+    // `extra` is the row as docs/audit.md says: compact JSON, its keys sorted.
+    let extra = receipt
+        .lines()
+        .find_map(|l| l.strip_prefix("extra "))
+        .ok_or("an extra line")?;
+    use base64::Engine as _;
+    let extra = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(extra)?)?;
+    let mut keys: Vec<&String> = row.as_object().ok_or("an object")?.keys().collect();
+    keys.sort();
+    let sorted: serde_json::Map<String, Value> = keys
+        .into_iter()
+        .map(|k| (k.clone(), row[k].clone()))
+        .collect();
+    assert_eq!(extra, serde_json::to_string(&sorted)?);
     // Against the ledger's newest checkpoint by default; a row it does not cover is refused.
     assert_eq!(ok(&fx, &["audit", "prove", "2"])?, receipt);
     let r = run(&fx, &["--json", "audit", "prove", "9"]);

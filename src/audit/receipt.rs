@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! c2sp.org/tlog-proof@v1
-//! extra <base64 of the row, as `session-ledger --json audit` prints it>
+//! extra <base64 of the row as compact JSON, its keys sorted: `--json audit`'s fields, reordered>
 //! index <the row's seq - 1>
 //! <the proof's hashes, base64, one a line, from the leaf's sibling up>
 //!
