@@ -21,6 +21,7 @@ mod decision_log;
 mod options;
 mod sessions;
 
+pub use audit_trail::Backup;
 pub use checkpoints::{ConsistencyProof, RecordedCheckpoint};
 
 /// An open ledger. Cheap to share: wrap it in an `Arc` and call it from many threads; each call

@@ -503,6 +503,42 @@ fn a_sub_agent_whose_spawner_cannot_be_told_is_born_with_nothing_and_its_create_
     Ok(())
 }
 
+fn option_shows_and_sets_untrusted_asks_and_the_hook_follows_it(engine: Engine) -> TestResult {
+    let Some((fx, ledger)) = both(engine)? else {
+        return Ok(());
+    };
+    assert_eq!(ok(&fx, &["option"])?, "untrusted-asks: off\n");
+    assert_eq!(
+        ok(&fx, &["option", "untrusted-asks", "on", "--actor", "alice"])?,
+        "untrusted-asks: on (was off)\n"
+    );
+    assert_eq!(
+        ok_json(&fx, &["option", "untrusted_asks"])?,
+        json!({"untrusted-asks": "on"})
+    );
+    let r = run(&fx, &["option", "no-such", "on"]);
+    assert_eq!(r.status.code(), Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the options are untrusted-asks"),
+        "{}",
+        r.stderr
+    );
+
+    ledger.create_root("conductor", "alice")?;
+    ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    let fetched = event(
+        "PostToolUse",
+        json!({"tool_name": "WebSearch", "tool_input": {"query": "q"}, "tool_use_id": "toolu_w"}),
+    );
+    hook(&fx, &fetched, &NAMED)?;
+    let (answer, why) = decision(&hook(&fx, &bash("touch x", "toolu_x"), &NAMED)?);
+    assert_eq!(answer, "ask");
+    assert!(why.contains("read content from outside"), "{why}");
+    let (answer, _) = decision(&hook(&fx, &bash("ls", "toolu_y"), &NAMED)?);
+    assert_eq!(answer, "allow");
+    Ok(())
+}
+
 engine_tests! {
     a_bash_call_is_decided_on_its_command_line_and_recorded_with_its_tool_use_id,
     under_trust_reads_reading_tools_and_commands_run_and_writing_ones_ask,
@@ -512,6 +548,7 @@ engine_tests! {
     whatever_goes_wrong_the_answer_is_ask_with_the_reason_and_exit_status_zero,
     sub_agents_are_children_of_their_spawners_and_end_with_their_stop,
     a_sub_agent_whose_spawner_cannot_be_told_is_born_with_nothing_and_its_create_says_why,
+    option_shows_and_sets_untrusted_asks_and_the_hook_follows_it,
 }
 
 #[test]

@@ -169,6 +169,11 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     /// [`InputError::InvalidCopyTarget`](crate::InputError::InvalidCopyTarget) on an engine
     /// that cannot switch its triggers off.
     fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()>;
+
+    /// Writes a consistent copy of the ledger as it stands at one moment into the new file
+    /// `dest`, synced, while writers go on. Only an engine whose ledger is a file can:
+    /// [`InputError::InvalidConfig`](crate::InputError::InvalidConfig) on the others.
+    fn backup_into(&self, dest: &Path) -> Result<()>;
 }
 
 /// The handle the facade holds: one engine, and its transactions as closures that return
@@ -250,6 +255,11 @@ impl Storage {
             Ok(())
         })?;
         out.ok_or_else(not_run)
+    }
+
+    /// [`Engine::backup_into`].
+    pub(crate) fn backup_into(&self, dest: &Path) -> Result<()> {
+        self.engine.backup_into(dest)
     }
 
     /// Runs `f` inside [`Engine::append`]'s transaction, once.

@@ -235,6 +235,15 @@ pub enum LedgerCommand {
     /// PostgreSQL, every table read whole) and that every reference resolves; exit 0 only when
     /// both pass. Reads everything, so it takes as long as the ledger is large.
     Check,
+    /// Back up a SQLite ledger while writers go on: a consistent copy of it as it stands now,
+    /// written to the new file DEST and synced, then checked on its own (its trail verified
+    /// from the first row, integrity, references and the stored audit tree); exit 0 only when
+    /// the copy passes. On PostgreSQL use the server's tools (docs/operations.md).
+    Backup {
+        /// The new file.
+        #[arg(value_name = "DEST")]
+        dest: PathBuf,
+    },
     /// Grant a posture on a session: full trust, or trust for read-only commands.
     #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]
     Trust {

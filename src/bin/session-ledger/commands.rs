@@ -5,7 +5,7 @@
 //! two groups share lives in the context (tests/structure.rs holds them to this).
 
 /// The ledger's trail: `audit` (its listing, `head`, `prove`, `export`, which also exports the
-/// decision log), `verify`, `check`.
+/// decision log), `verify`, `check`, `backup`.
 pub mod audit;
 /// Authority: `trust`, `revoke`, `revoke-all`, `pattern`, `scope`, `decide` (and `decide
 /// --record`), `explain`, `epoch`.

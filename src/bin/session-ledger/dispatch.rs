@@ -96,6 +96,7 @@ pub fn ledger(
     match &report {
         Report::Verified { verification, .. } if !verification.ok => Err(CliError::Unverified),
         Report::Checked(check) if !check.ok => Err(CliError::CheckFailed),
+        Report::BackedUp(backup) if !backup.ok => Err(CliError::CheckFailed),
         Report::CheckpointVerified { verification, .. } if !verification.ok => {
             Err(CliError::CheckpointUnverified)
         }
@@ -180,6 +181,7 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             audit::verify(ctx, head.as_deref(), from.as_deref())
         }
         LedgerCommand::Check => audit::check(ctx),
+        LedgerCommand::Backup { dest } => audit::backup(ctx, dest),
         LedgerCommand::Explain { id } => authority::explain(ctx, id),
         LedgerCommand::Authority { id } => authority::authority(ctx, id),
         LedgerCommand::Trust {

@@ -13,7 +13,7 @@ use std::io::Write;
 
 use serde_json::json;
 use session_ledger::{
-    AuditEntry, AuditHead, Authority, CheckReport, CheckpointVerification, Classification,
+    AuditEntry, AuditHead, Authority, Backup, CheckReport, CheckpointVerification, Classification,
     CommandPattern, Copied, Created, Decision, DecisionReceiptCheck, DecisionRecord, Ended,
     EpochStart, Explanation, Integrated, PatternAdded, PatternReview, PatternTest, Posture,
     RaiseOutcome, ReceiptCheck, Recorded, RecordedCheckpoint, Revocation, Scope, SessionState,
@@ -68,6 +68,8 @@ pub enum Report {
     Authority(Authority),
     /// `check`.
     Checked(CheckReport),
+    /// `backup`.
+    BackedUp(Backup),
     /// `trust`.
     Granted { id: String, posture: Posture },
     /// `revoke` and `revoke-all`.
@@ -267,6 +269,7 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::Authority(a) if json => json_line(out, a),
         Report::Authority(a) => authority::print_authority(out, a),
         Report::Checked(check) => emit(out, json, check, || audit::describe_check(check)),
+        Report::BackedUp(backup) => emit(out, json, backup, || audit::describe_backup(backup)),
         Report::Granted { id, posture } => emit(out, json, posture, || {
             format!(
                 "{id}: {} granted by {} (epoch {})",
@@ -402,13 +405,7 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
                 .iter()
                 .map(|(name, on)| (name.clone(), json!(on_off(*on))))
                 .collect();
-            emit(out, json, &value, || {
-                options
-                    .iter()
-                    .map(|(name, on)| format!("{name}: {}", on_off(*on)))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
+            emit(out, json, &value, || authority::describe_options(options))
         }
         Report::OptionSet { option, on, was } => emit(
             out,
@@ -529,13 +526,7 @@ fn listing<T: serde::Serialize>(
 }
 
 /// Prints `value` as one line of JSON with `json`, else the text `text` makes.
-fn on_off(on: bool) -> &'static str {
-    if on {
-        "on"
-    } else {
-        "off"
-    }
-}
+use authority::on_off;
 
 fn emit(
     out: &mut dyn Write,

@@ -353,6 +353,15 @@ impl Engine for Postgres {
             .append(collected.0, &|records| self.append_records(records))
     }
 
+    fn backup_into(&self, _: &std::path::Path) -> Result<()> {
+        Err(crate::error::InputError::InvalidConfig(
+            "a PostgreSQL ledger is backed up with the server's own tools (pg_dump, or a base \
+             backup), then checked with verify --checkpoint: docs/operations.md"
+                .to_owned(),
+        )
+        .into())
+    }
+
     fn import(&self, f: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {
         if self.read_only {
             return Err(StorageError::ReadOnly(self.location.clone()).into());

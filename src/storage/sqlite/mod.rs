@@ -209,6 +209,28 @@ impl Engine for Sqlite {
     fn import(&self, _: &mut dyn FnMut(&mut dyn Import) -> Result<()>) -> Result<()> {
         Err(InputError::InvalidCopyTarget(self.location.clone()).into())
     }
+
+    /// `VACUUM INTO`: one read transaction copies every page as it stands at its start, so
+    /// writers go on (and the copy holds none of their later commits); then the copy and its
+    /// folder are synced. A `dest` that exists is refused before anything is written.
+    fn backup_into(&self, dest: &Path) -> Result<()> {
+        if dest.exists() {
+            return Err(InputError::InvalidConfig(format!(
+                "{} exists: a backup is written to a new file only",
+                dest.display()
+            ))
+            .into());
+        }
+        let target = open::literal_path(dest);
+        let conn = self.pool.get()?;
+        conn.execute("VACUUM INTO ?1", [target.to_string_lossy().as_ref()])?;
+        drop(conn);
+        std::fs::File::open(dest)?.sync_all()?;
+        if let Some(folder) = dest.parent().filter(|f| !f.as_os_str().is_empty()) {
+            std::fs::File::open(folder)?.sync_all()?;
+        }
+        Ok(())
+    }
 }
 
 impl From<rusqlite::Error> for Error {

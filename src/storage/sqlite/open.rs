@@ -314,7 +314,7 @@ impl Sqlite {
 /// The path to hand to SQLite so that it is read as a file name, never as a URI. The bundled
 /// SQLite is compiled with `SQLITE_USE_URI`, which makes every name starting with `file:` a URI
 /// whatever the open flags say; a relative path is therefore anchored with `./`.
-fn literal_path(path: &Path) -> PathBuf {
+pub(super) fn literal_path(path: &Path) -> PathBuf {
     if path.is_relative() {
         Path::new(".").join(path)
     } else {

@@ -13,7 +13,9 @@ use serde_json::Value;
 use session_ledger::{AuditHead, AuditQuery, Receipt, ReceiptCheck, RecordedCheckpoint};
 
 use crate::args::AuditFilters;
-use crate::context::{open_for_reading, parse_time, read_file, verifier_key, Context};
+use crate::context::{
+    open_existing, open_for_reading, parse_time, read_file, verifier_key, Context,
+};
 use crate::error::CliError;
 use crate::render::{ReceiptStep, Report};
 
@@ -134,6 +136,12 @@ pub fn prove_consistency(
         text,
         signed: checkpoint.is_some(),
     })
+}
+
+/// `backup DEST`: a consistent copy of the ledger in the new file `dest`, checked on its own.
+pub fn backup(ctx: &Context<'_>, dest: &Path) -> Result<Report, CliError> {
+    let ledger = open_existing(ctx.db)?;
+    Ok(Report::BackedUp(ledger.backup(dest)?))
 }
 
 /// `audit verify-receipt`: the receipt in the file `receipt` checked offline with `key` (its

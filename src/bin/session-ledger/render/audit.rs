@@ -4,7 +4,9 @@
 
 use std::io::Write;
 
-use session_ledger::{AuditEntry, CheckReport, Explanation, Materialized, Verification, Withheld};
+use session_ledger::{
+    AuditEntry, Backup, CheckReport, Explanation, Materialized, Verification, Withheld,
+};
 
 use super::authority::{approves_words, posture_words, withheld_words};
 use super::decisions::print_decisions;
@@ -200,4 +202,19 @@ pub fn print_explanation(out: &mut dyn Write, e: &Explanation) -> Result<(), Cli
         print_decisions(out, &e.decisions)?;
     }
     Ok(())
+}
+
+/// `backup`'s text: where the copy went, the moment it holds, and how its checks went.
+pub fn describe_backup(backup: &Backup) -> String {
+    let chain = if backup.verification.ok {
+        format!("its trail verifies ({} rows)", backup.head.seq)
+    } else {
+        "its trail does NOT verify (run verify on it)".to_owned()
+    };
+    format!(
+        "backed up to {} at audit row {}: {chain}; {}",
+        backup.to.display(),
+        backup.head.seq,
+        describe_check(&backup.check)
+    )
 }

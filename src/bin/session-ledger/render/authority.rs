@@ -442,3 +442,21 @@ pub fn describe_scope(s: &Scope) -> String {
     };
     format!("{}  granted by {}, {state}", s.name, s.granted_by)
 }
+
+/// `on` or `off`.
+pub fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// `option`'s text: a line per option.
+pub fn describe_options(options: &[(String, bool)]) -> String {
+    options
+        .iter()
+        .map(|(name, on)| format!("{name}: {}", on_off(*on)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
