@@ -539,6 +539,28 @@ fn option_shows_and_sets_untrusted_asks_and_the_hook_follows_it(engine: Engine) 
     Ok(())
 }
 
+fn a_session_id_that_is_a_path_never_names_a_file_outside_the_hooks_folder(
+    engine: Engine,
+) -> TestResult {
+    let Some((fx, ledger)) = both(engine)? else {
+        return Ok(());
+    };
+    ledger.create_root("conductor", "alice")?;
+    let state = tempfile::tempdir()?;
+    let folder = state.path().join("spawns");
+    let vars = [
+        ("SESSION_LEDGER_SESSION", "conductor"),
+        ("SESSION_LEDGER_HOOK_STATE", folder.to_str().expect("UTF-8")),
+    ];
+    let mut call = spawn_call("toolu_z");
+    call["session_id"] = json!("../escaped");
+    let (answer, stderr) = hook_raw(&fx, call.to_string().as_bytes(), &vars)?;
+    assert_eq!(answer, Value::Null, "no opinion on the spawn itself");
+    assert!(stderr.contains("could not be written down"), "{stderr}");
+    assert!(!state.path().join("escaped.spawns.jsonl").exists());
+    Ok(())
+}
+
 engine_tests! {
     a_bash_call_is_decided_on_its_command_line_and_recorded_with_its_tool_use_id,
     under_trust_reads_reading_tools_and_commands_run_and_writing_ones_ask,
@@ -549,6 +571,7 @@ engine_tests! {
     sub_agents_are_children_of_their_spawners_and_end_with_their_stop,
     a_sub_agent_whose_spawner_cannot_be_told_is_born_with_nothing_and_its_create_says_why,
     option_shows_and_sets_untrusted_asks_and_the_hook_follows_it,
+    a_session_id_that_is_a_path_never_names_a_file_outside_the_hooks_folder,
 }
 
 #[test]

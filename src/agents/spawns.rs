@@ -52,8 +52,20 @@ pub(crate) enum Match {
 
 impl Spawns {
     /// The file of the Claude Code session `session_id` in `folder`, which is created if
-    /// missing.
+    /// missing. An id of anything but ASCII letters, digits, `-` and `_` is refused.
     pub(crate) fn open(folder: &Path, session_id: &str) -> io::Result<Spawns> {
+        // The id names a file in `folder`: never a path (Claude Code's are UUIDs).
+        let plain = !session_id.is_empty()
+            && session_id.len() <= 128
+            && session_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !plain {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the session id {session_id:?} is not one a file may be named after"),
+            ));
+        }
         std::fs::create_dir_all(folder)?;
         Ok(Spawns {
             path: folder.join(format!("{session_id}.spawns.jsonl")),
