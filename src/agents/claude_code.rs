@@ -191,14 +191,20 @@ fn pre_tool_use(
         .text("tool_name")
         .ok_or("the PreToolUse event has no \"tool_name\" string")?;
     let (session, sub_agent) = event.caller(setup)?;
-    let known = ledger.session(&session).map_err(|e| e.to_string())?;
+    let class = ToolClass::of(tool);
+    // A decision reads the session itself (unknown asks, ended is refused): read it here only
+    // for what the decision does not cover, so that a decided call costs one read.
+    let known = if sub_agent || !class.decided() {
+        ledger.session(&session).map_err(|e| e.to_string())?
+    } else {
+        None
+    };
     if sub_agent && known.is_none() {
         let reason = format!(
             "session-ledger: sub-agent {session} is not on the ledger's record, so nothing approves its calls"
         );
         return Ok(reply(&Permission::Ask, reason));
     }
-    let class = ToolClass::of(tool);
     if !class.decided() {
         // No opinion, unless the session is over.
         if known.is_some_and(|s| s.ended_at.is_some()) {
@@ -321,12 +327,17 @@ fn subagent_stop(
     setup: &HookSetup,
 ) -> Result<HookReply, String> {
     let (child, _) = event.caller(setup)?;
+    end_if_live(ledger, &child)
+}
+
+/// Ends `id` when the ledger holds it live; nothing otherwise.
+fn end_if_live(ledger: &Ledger, id: &str) -> Result<HookReply, String> {
     let live = ledger
-        .session(&child)
+        .session(id)
         .map_err(|e| e.to_string())?
         .is_some_and(|s| s.ended_at.is_none());
     if live {
-        ledger.end(&child, ACTOR).map_err(|e| e.to_string())?;
+        ledger.end(id, ACTOR).map_err(|e| e.to_string())?;
     }
     Ok(HookReply::default())
 }
@@ -393,13 +404,5 @@ fn session_end(ledger: &Ledger, event: &Event<'_>, setup: &HookSetup) -> Result<
         // Its lifetime is its creator's: a dashboard may run Claude Code for it again.
         return Ok(HookReply::default());
     }
-    let id = event.main_session(setup)?;
-    let live = ledger
-        .session(&id)
-        .map_err(|e| e.to_string())?
-        .is_some_and(|s| s.ended_at.is_none());
-    if live {
-        ledger.end(&id, ACTOR).map_err(|e| e.to_string())?;
-    }
-    Ok(HookReply::default())
+    end_if_live(ledger, &event.main_session(setup)?)
 }
