@@ -89,13 +89,10 @@ impl GroupCommit {
             drop(state);
             let mut sending = Sending {
                 commit: self,
-                callers: group
-                    .iter()
-                    .map(|(t, r)| (*t, r.iter().map(|d| d.record.clone()).collect()))
-                    .collect(),
+                group,
                 outcomes: Vec::new(),
             };
-            sending.outcomes = send_group(group, send);
+            sending.outcomes = send_group(&sending.group, send);
             drop(sending);
             state = self.lock();
         }
@@ -125,40 +122,42 @@ fn take_group(waiting: &mut Vec<(u64, Vec<NewDecision>)>) -> Vec<(u64, Vec<NewDe
 
 /// Sends a group as one append; each caller's outcome, as the module says.
 fn send_group(
-    group: Vec<(u64, Vec<NewDecision>)>,
+    group: &[(u64, Vec<NewDecision>)],
     send: &dyn Fn(&[NewDecision]) -> Result<()>,
 ) -> Vec<(u64, Result<()>)> {
-    if group.len() == 1 {
-        let (ticket, records) = group.into_iter().next().expect("one caller");
-        return vec![(ticket, send(&records))];
+    if let [(ticket, records)] = group {
+        return vec![(*ticket, send(records))];
     }
     let all: Vec<NewDecision> = group.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
     match send(&all) {
-        Ok(()) => group.into_iter().map(|(t, _)| (t, Ok(()))).collect(),
+        Ok(()) => group.iter().map(|(t, _)| (*t, Ok(()))).collect(),
         Err(Error::Storage(StorageError::DecisionsUnknown { location, why, .. })) => group
-            .into_iter()
-            .map(|(ticket, records)| {
-                let unknown = StorageError::DecisionsUnknown {
-                    location: location.clone(),
-                    records: records.into_iter().map(|d| d.record).collect(),
-                    why: why.clone(),
-                };
-                (ticket, Err(unknown.into()))
-            })
+            .iter()
+            .map(|(ticket, records)| (*ticket, Err(unknown(&location, records, why.clone()))))
             .collect(),
         Err(_) => group
-            .into_iter()
-            .map(|(ticket, records)| (ticket, send(&records)))
+            .iter()
+            .map(|(ticket, records)| (*ticket, send(records)))
             .collect(),
     }
+}
+
+/// [`StorageError::DecisionsUnknown`] for `records`.
+fn unknown(location: &Location, records: &[NewDecision], why: String) -> Error {
+    StorageError::DecisionsUnknown {
+        location: location.clone(),
+        records: records.iter().map(|d| d.record.clone()).collect(),
+        why,
+    }
+    .into()
 }
 
 /// A group being sent: hands out its outcomes when dropped, and if its thread panicked before
 /// they were known, [`StorageError::DecisionsUnknown`] to each of its callers.
 struct Sending<'a> {
     commit: &'a GroupCommit,
-    /// Each caller's ticket and its records' own ids.
-    callers: Vec<(u64, Vec<String>)>,
+    /// Each caller's ticket and its records.
+    group: Vec<(u64, Vec<NewDecision>)>,
     outcomes: Vec<(u64, Result<()>)>,
 }
 
@@ -167,13 +166,10 @@ impl Drop for Sending<'_> {
         let mut state = self.commit.lock();
         let outcomes = std::mem::take(&mut self.outcomes);
         if outcomes.is_empty() {
-            for (ticket, records) in std::mem::take(&mut self.callers) {
-                let unknown = StorageError::DecisionsUnknown {
-                    location: self.commit.location.clone(),
-                    records,
-                    why: "the thread sending them panicked during the append".into(),
-                };
-                state.outcomes.insert(ticket, Err(unknown.into()));
+            for (ticket, records) in &self.group {
+                let why = "the thread sending them panicked during the append".to_owned();
+                let failed = unknown(&self.commit.location, records, why);
+                state.outcomes.insert(*ticket, Err(failed));
             }
         } else {
             state.outcomes.extend(outcomes);
