@@ -369,18 +369,29 @@ fn started(agent: &str) -> Value {
     )
 }
 
+/// A root `conductor` granted trust, and the hook's variables: the session it works for, and
+/// `state` as the folder it keeps spawns in.
+fn trusted_conductor<'a>(
+    ledger: &Ledger,
+    state: &'a std::path::Path,
+) -> TestResult<[(&'static str, &'a str); 2]> {
+    ledger.create_root("conductor", "alice")?;
+    ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    Ok([
+        ("SESSION_LEDGER_SESSION", "conductor"),
+        (
+            "SESSION_LEDGER_HOOK_STATE",
+            state.to_str().ok_or("a UTF-8 path")?,
+        ),
+    ])
+}
+
 fn sub_agents_are_children_of_their_spawners_and_end_with_their_stop(engine: Engine) -> TestResult {
     let Some((fx, ledger)) = both(engine)? else {
         return Ok(());
     };
     let state = tempfile::tempdir()?;
-    let state_dir = state.path().to_str().expect("UTF-8");
-    let vars = [
-        ("SESSION_LEDGER_SESSION", "conductor"),
-        ("SESSION_LEDGER_HOOK_STATE", state_dir),
-    ];
-    ledger.create_root("conductor", "alice")?;
-    ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    let vars = trusted_conductor(&ledger, state.path())?;
     ledger.add_pattern("conductor", "make deploy", "alice")?;
     let (a, b) = (format!("cc-{CC}.aaaa1"), format!("cc-{CC}.bbbb2"));
 
@@ -445,13 +456,7 @@ fn a_sub_agent_whose_spawner_cannot_be_told_is_born_with_nothing_and_its_create_
         return Ok(());
     };
     let state = tempfile::tempdir()?;
-    let state_dir = state.path().to_str().expect("UTF-8");
-    let vars = [
-        ("SESSION_LEDGER_SESSION", "conductor"),
-        ("SESSION_LEDGER_HOOK_STATE", state_dir),
-    ];
-    ledger.create_root("conductor", "alice")?;
-    ledger.grant("conductor", PostureLevel::Trust, "alice")?;
+    let vars = trusted_conductor(&ledger, state.path())?;
     hook(&fx, &spawn_call("toolu_p1"), &vars)?;
     hook(&fx, &started("aaaa1"), &vars)?;
     // Two spawners' calls of one type wait at once: the conductor's and its sub-agent's.
