@@ -14,7 +14,8 @@
 //! `DECISION_ONLY` takes a comma-separated list of `latency`, `writers` and `growth`;
 //! `DECISION_ROWS` the large ledger's records for `growth` (a multiple of 10,000; 100,000 by
 //! default); `DECISION_SECONDS` and `DECISION_ROUNDS` a throughput run's length and how many
-//! rounds (5 s, 3 rounds); `DECISION_THREADS` the deciding threads of the batched runs (`4,8`;
+//! rounds (5 s, 3 rounds); `DECISION_RUNS` the writers' runs to make, by the start of their
+//! names (`decide_and_record threads=8,create_child`; all by default); `DECISION_THREADS` the deciding threads of the batched runs (`4,8`;
 //! `none` for none). `DECISION_EXPERIMENT=plpgsql_tree_root` replaces, in each PostgreSQL
 //! schema the bench makes, `session_tree_root` with the same query in PL/pgSQL (see
 //! [`experiment`]). `BENCH_ENGINES` and `SESSION_LEDGER_BENCH_POSTGRES` choose the engines
@@ -35,7 +36,8 @@
 //!   found by a PL/pgSQL function (`raw_append_plpgsql_tree_root`). The target:
 //!   `decide_and_record` p50 at most the floor's p50 + 1.5 × `decide`'s p50.
 //! * `writers`: threads in this process, each as fast as it can for `DECISION_SECONDS`, all
-//!   started together, on a fresh copy of a ledger of 8 trusted roots with 400 creators each;
+//!   started together, on a fresh copy of a ledger of 8 trusted roots with 400 creators each
+//!   and 20,000 records, integrated (on PostgreSQL analyzed after the copy);
 //!   the rate of each is the median of the rounds, the order of the runs reversed every other
 //!   round. `floor` W: W threads, each on its own plain connection, committing durable one-row
 //!   `INSERT`s with no lock of the ledger's (an append takes none); `record` W: W threads of
@@ -99,6 +101,12 @@ const POINT_SESSIONS: usize = 10_000;
 const WRITERS: usize = 8;
 /// Creators per writer thread in the writers' ledger, 50 children each.
 const CREATORS_PER_WRITER: usize = 400;
+
+/// Records already in the writers' ledger, integrated, before any run: its statistics then
+/// describe a ledger that has been recording. (A copy analyzed with `decisions` empty leaves
+/// PostgreSQL's cached plans for the foreign-key check of a queued id, made while the table
+/// was a page or two, scanning the whole table for every record until its next analyze.)
+const WRITERS_RECORDED: usize = 20_000;
 
 /// The small ledger of the growth part; the target compares against it.
 const SMALL_ROWS: usize = 10_000;
@@ -603,6 +611,12 @@ fn writers_template(path: &Path) -> Vec<String> {
             creators.push(id);
         }
     }
+    for n in 0..WRITERS_RECORDED {
+        builder
+            .decide_and_record(&creators[n % creators.len()], COMMAND, false, &asked())
+            .expect("a record of the template");
+    }
+    builder.integrate_decisions(ACTOR).expect("integrate");
     drop(builder);
     support::checkpoint(path);
     creators
@@ -863,6 +877,12 @@ fn writers(engine: Engine, plan: &Plan, template: &Path, creators: &[String], re
             Run::Batched(t, TUNED_BATCH, false),
             Run::Batched(t, RecorderOptions::default().max_batch, true),
         ]);
+    }
+    // `DECISION_RUNS`: only the runs whose names start with one of these (comma-separated).
+    if let Ok(wanted) = std::env::var("DECISION_RUNS") {
+        let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
+        runs.retain(|run| wanted.iter().any(|w| run.name().starts_with(w)));
+        assert!(!runs.is_empty(), "DECISION_RUNS names none of the runs");
     }
     for round in 0..plan.rounds {
         for &run in &runs {
