@@ -137,6 +137,9 @@ class ClaudeCode:
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "DISABLE_AUTOUPDATER": "1",
                 "SESSION_LEDGER_DB": ledger,
+                # Claude Code's own temporary files go under the home removed below, not /tmp.
+                "CLAUDE_CODE_TMPDIR": str(home),
+                "TMPDIR": str(home),
             }
             if self.certificate is not None:
                 environment["NODE_EXTRA_CA_CERTS"] = str(self.certificate)

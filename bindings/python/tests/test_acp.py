@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, cast
 
@@ -54,7 +53,10 @@ def _run(agent: Path, server: model_server.Server, client: LedgerClient, creator
     ``creator``, prompting it with ``steps``; returns its ledger session."""
 
     async def session() -> str:
-        home = tempfile.mkdtemp(prefix="acp-home-")
+        # Beside ``work``, in pytest's own temporary folder: the agent's Claude Code may still
+        # write its state there as it exits.
+        home = str(work.parent / "home")
+        os.makedirs(home, 0o700, exist_ok=True)
         # With IS_SANDBOX set and running as root the agent asks its Claude Code to skip
         # permissions, which Claude Code refuses as root: the agent gets no session.
         environment = {
@@ -64,6 +66,9 @@ def _run(agent: Path, server: model_server.Server, client: LedgerClient, creator
             "ANTHROPIC_API_KEY": "sk-scripted",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
+            # Its Claude Code's temporary files go under that home, not /tmp.
+            "CLAUDE_CODE_TMPDIR": home,
+            "TMPDIR": home,
         }
         # The client answers what this agent asks of it (permissions, updates), not files or
         # terminals, which it does not offer in its capabilities.
