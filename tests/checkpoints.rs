@@ -465,6 +465,104 @@ fn no_checkpoint_is_signed_over_a_trail_that_does_not_verify(engine: Engine) -> 
     Ok(())
 }
 
+/// The program docs/audit.md gives an outsider ("The bytes of a detail", Python's standard
+/// library only), fed the rows as `--json-lines audit` prints them, rebuilds every row's hash
+/// and leaf from its JSON and the root a signed checkpoint names: over rows of many kinds,
+/// non-ASCII text, nested details, and a row appended by hand with every escape the form has.
+fn an_outsider_rebuilds_every_row_and_the_checkpoint_root_from_the_json_rows_with_the_documented_python(
+    engine: Engine,
+) -> TestResult {
+    let f = fixture!(engine);
+    busy(&f);
+    f.ledger.add_pattern("conductor", "grep é", "alice")?;
+    f.raise("worker-2", Some(session_ledger::Taint::Secret), true);
+    f.ledger.decide_and_record(
+        "worker-3",
+        "cat ünïcode.txt",
+        false,
+        &session_ledger::AskedBy::actor("claude-code"),
+    )?;
+    f.ledger.integrate_decisions("auditor")?;
+    // A row by hand, its detail in the form: escapes, and characters written as themselves.
+    let head = f.ledger.audit_head()?;
+    let last = f.ledger.audit_after(head.seq - 1, 1)?.remove(0);
+    let at = session_ledger::format_ts(last.at);
+    let detail = serde_json::json!({
+        "note": "\"q\" \\ / \u{8}\u{c}\n\r\t \u{1} \u{1f} \u{7f} \u{2028} é 😀",
+        "nested": {"b": [1, -2, null], "a": true},
+    })
+    .to_string();
+    let seq = head.seq + 1;
+    let hash = chain_hash(&head.hash, seq, &at, "hand", "session.end", None, &detail);
+    f.exec(&format!(
+        "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+         VALUES ({seq}, '{at}', 'hand', 'session.end', NULL, '{}', '{}', '{hash}')",
+        detail.replace('\'', "''"),
+        head.hash
+    ))?;
+    let key = SignerKey::generate(ORIGIN)?;
+    let signed = f.ledger.checkpoint(&key, None, "auditor")?;
+    more(&f, 2);
+
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/audit.md"))?;
+    let open = "```python audit-leaves\n";
+    let start = doc
+        .find(open)
+        .ok_or("docs/audit.md has no audit-leaves program")?
+        + open.len();
+    let program = &doc[start..start + doc[start..].find("```").ok_or("a closing fence")?];
+    let script = f.dir.path().join("audit_leaves.py");
+    std::fs::write(&script, program)?;
+    let rows = std::process::Command::new(env!("CARGO_BIN_EXE_session-ledger"))
+        .args(["--db", &f.target(), "--json-lines", "audit"])
+        .output()?;
+    assert!(
+        rows.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rows.stderr)
+    );
+    let mut python = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(signed.checkpoint.size.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    std::io::Write::write_all(&mut python.stdin.take().ok_or("stdin")?, &rows.stdout)?;
+    let out = python.wait_with_output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout)?;
+
+    let entries = f.ledger.audit_after(0, 10_000)?;
+    let mut expected: Vec<String> = entries
+        .iter()
+        .map(|e| format!("{} {}", e.seq, hex(&session_ledger::audit_leaf(e))))
+        .collect();
+    expected.push(format!(
+        "root {} {}",
+        signed.checkpoint.size,
+        signed.checkpoint.root_base64()
+    ));
+    assert_eq!(printed.lines().collect::<Vec<_>>(), expected);
+    assert!(
+        entries.iter().any(|e| e.actor == "hand"),
+        "the hand row is listed"
+    );
+    assert!(
+        signed.checkpoint.size >= seq as u64,
+        "the checkpoint covers the hand row"
+    );
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 engine_tests! {
     no_checkpoint_is_signed_over_a_trail_that_does_not_verify,
     a_trail_that_only_grew_verifies_against_a_checkpoint_signed_before,
@@ -475,6 +573,7 @@ engine_tests! {
     a_saved_checkpoint_refuses_a_smaller_forked_or_unprovable_later_one,
     a_receipt_checks_offline_and_not_for_a_row_changed_since,
     the_stored_tree_and_the_checkpoints_cannot_be_changed_or_grown_out_of_order_by_hand,
+    an_outsider_rebuilds_every_row_and_the_checkpoint_root_from_the_json_rows_with_the_documented_python,
 }
 
 /// A ledger moved from SQLite to PostgreSQL keeps the checkpoints it signed, and its trail, with

@@ -1014,6 +1014,63 @@ fn with_foreign_keys_on_no_row_can_name_a_session_epoch_or_kind_that_does_not_ex
     Ok(())
 }
 
+/// C41: the next row of the chain, its hash right for its fields, is refused when its detail is
+/// not in the one JSON form the library writes (and Python's `json.dumps(..., ensure_ascii=False,
+/// separators=(",", ":"), sort_keys=True)` writes), and accepted when it is, escapes and all.
+fn an_audit_detail_outside_its_one_json_form_is_refused(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.build("root > a");
+    let before = f.snapshot();
+    let head = f.ledger.audit_head()?;
+    let row = |detail: &str| {
+        let seq = head.seq + 1;
+        let hash =
+            session_ledger::chain_hash(&head.hash, seq, LATER, "x", "session.end", None, detail);
+        format!(
+            "INSERT INTO audit (seq, at, actor, kind, session_id, detail, prev_hash, hash)
+             VALUES ({seq}, '{LATER}', 'x', 'session.end', NULL, '{}', '{}', '{hash}')",
+            detail.replace('\'', "''"),
+            head.hash
+        )
+    };
+    let mut shell = f.shell();
+    // The form, as the library writes it: every escape there is, characters that are written
+    // as themselves (`/`, DEL, U+2028, an emoji), nesting, and the largest and smallest integers.
+    let canonical = [
+        serde_json::json!({}),
+        serde_json::json!({
+            "a": 1, "b": [1, -2, {"y": true, "z": null}], "d": false, "e": [], "f": {},
+            "s": "\"q\" \\ / \u{8}\u{c}\n\r\t \u{1} \u{b} \u{1f} \u{7f} \u{2028} é 😀",
+        }),
+        serde_json::json!({"note": "a backslash, then u001F: \\u001F", "é": i64::MAX, "z": i64::MIN}),
+    ];
+    for detail in &canonical {
+        accepted(&mut shell, &row(&detail.to_string()));
+    }
+    for detail in [
+        r#"{"b":1,"a":2}"#,
+        r#"{"a":1,"a":2}"#,
+        r#"{"b":{"d":1,"c":2}}"#,
+        r#"{"a": 1}"#,
+        r#"{"a":[1, 2]}"#,
+        r#" {"a":1}"#,
+        r#"{"a":1.5}"#,
+        r#"{"a":1.0}"#,
+        r#"{"a":1e2}"#,
+        r#"{"a":-0}"#,
+        r#"{"a":99999999999999999999}"#,
+        r#"{"a":"\u00e9"}"#,
+        r#"{"a":"\/"}"#,
+        r#"{"a":"\u000a"}"#,
+        r#"{"a":"\u001F"}"#,
+        r#"{"a":"\ud83d\ude00"}"#,
+    ] {
+        refused(&mut shell, &row(detail), &["canonical"]);
+    }
+    assert_eq!(f.snapshot(), before);
+    Ok(())
+}
+
 /// `insert`, an `INSERT INTO ...` statement, as the engine's insert that replaces the row with
 /// the same key: SQLite's `INSERT OR REPLACE`; PostgreSQL's `ON CONFLICT (key) DO UPDATE`,
 /// setting `set`.
@@ -2089,6 +2146,7 @@ engine_tests! {
     grants_written_by_hand_keep_their_form,
     audit_kinds_cannot_be_changed_or_removed_by_hand,
     the_audit_time_order_row_cannot_be_added_changed_or_removed_by_hand,
+    an_audit_detail_outside_its_one_json_form_is_refused,
     every_enum_column_refuses_a_word_outside_its_set,
     every_time_column_refuses_a_time_of_another_form,
     with_foreign_keys_on_no_row_can_name_a_session_epoch_or_kind_that_does_not_exist,
