@@ -16,12 +16,13 @@ use crate::storage::{Storage, Write};
 // decisions; the audit trail and whole-ledger operations.
 mod audit_trail;
 mod authority;
+mod backups;
 mod checkpoints;
 mod decision_log;
 mod options;
 mod sessions;
 
-pub use audit_trail::Backup;
+pub use backups::{Backup, Restored};
 pub use checkpoints::{ConsistencyProof, RecordedCheckpoint};
 
 /// An open ledger. Cheap to share: wrap it in an `Arc` and call it from many threads; each call

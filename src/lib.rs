@@ -143,7 +143,7 @@ pub use grants::{
     PatternReview, MAX_SCOPE_NAME_LEN, MAX_TTL,
 };
 pub use labels::{Raise, RaiseOutcome, SessionState};
-pub use ledger::{Backup, ConsistencyProof, Ledger, RecordedCheckpoint};
+pub use ledger::{Backup, ConsistencyProof, Ledger, RecordedCheckpoint, Restored};
 pub use model::{
     spawned_chain, spawned_parent, validate_actor, validate_id, AuditEntry, AuditHead, AuditKind,
     BrokenReference, CheckReport, Grant, Label, Materialized, Origin, Posture, PostureLevel,

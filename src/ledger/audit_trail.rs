@@ -1,32 +1,12 @@
 //! The handle's audit trail and whole-ledger operations: listing and verifying the trail,
-//! checking the database, copying a ledger, and backing it up.
-
-use std::path::{Path, PathBuf};
-
-use serde::Serialize;
+//! checking the database, and copying a ledger (backing up and restoring: `backups.rs`).
 
 use crate::audit::{self, AuditQuery, Verification};
-use crate::config::Config;
 use crate::copy::{self, Copied};
 use crate::error::Result;
 use crate::model::{AuditEntry, AuditHead, CheckReport};
 
 use super::Ledger;
-
-/// A backup written and checked ([`Ledger::backup`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Backup {
-    /// The copy.
-    pub to: PathBuf,
-    /// The copy's newest audit row: the moment it holds.
-    pub head: AuditHead,
-    /// The copy's trail, verified from its first row.
-    pub verification: Verification,
-    /// The copy's integrity, foreign keys and stored audit tree.
-    pub check: CheckReport,
-    /// True when the copy verifies and checks.
-    pub ok: bool,
-}
 
 impl Ledger {
     /// The audit rows matching `query`, oldest first, in one snapshot. What it reads is said
@@ -113,43 +93,5 @@ impl Ledger {
     /// own the tables among them). Nothing is copied in each case.
     pub fn copy_into(&self, target: &Ledger) -> Result<Copied> {
         copy::copy(&self.storage, &target.storage)
-    }
-
-    /// Writes a consistent copy of this SQLite ledger, as it stands at one moment, to the new
-    /// file `dest` while writers go on (`VACUUM INTO`, then synced), and checks the copy on its
-    /// own: its trail verified from the first row, and its integrity, foreign keys and stored
-    /// audit tree. Restoring is putting that file in the ledger's place, with no handle open
-    /// on it (docs/operations.md). A PostgreSQL ledger is backed up with the server's tools.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidConfig` for a `dest` that exists, and on PostgreSQL; `Storage`. A copy that
-    /// does not verify or check is no error: [`Backup::ok`] is false.
-    ///
-    /// ```
-    /// # fn main() -> Result<(), session_ledger::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// use session_ledger::Ledger;
-    /// let ledger = Ledger::init(dir.path().join("ledger.db"))?;
-    /// ledger.create_root("conductor", "alice")?;
-    /// let backup = ledger.backup(dir.path().join("backup.db"))?;
-    /// assert!(backup.ok);
-    /// assert_eq!(backup.head, ledger.audit_head()?);
-    /// # Ok(()) }
-    /// ```
-    pub fn backup(&self, dest: impl AsRef<Path>) -> Result<Backup> {
-        let dest = dest.as_ref();
-        self.storage.backup_into(dest)?;
-        let copy = Ledger::open_with(dest, Config::default().read_only(true))?;
-        let verification = copy.verify(None)?;
-        let check = copy.check()?;
-        let head = copy.audit_head()?;
-        Ok(Backup {
-            to: dest.to_path_buf(),
-            head,
-            ok: verification.ok && check.ok,
-            verification,
-            check,
-        })
     }
 }

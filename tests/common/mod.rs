@@ -170,12 +170,7 @@ impl Store {
     /// once it returns. Panics if the edit fails.
     pub fn tamper(&self, sql: &str) {
         match self.engine {
-            Engine::Sqlite => {
-                let conn = self.sql();
-                let (drops, creates) = audit_guards(&conn);
-                conn.execute_batch(&format!("BEGIN; {drops} {sql}; {creates} COMMIT;"))
-                    .expect(sql);
-            }
+            Engine::Sqlite => tamper_at(&self.path(), sql),
             Engine::Postgres => self.place().tamper(sql),
         }
     }
@@ -406,6 +401,15 @@ pub fn raw(path: &Path) -> rusqlite::Connection {
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .expect("busy timeout");
     conn
+}
+
+/// Runs `sql` on the SQLite ledger file at `path` with the audit trail's guards dropped for it
+/// and put back after, as someone with the file would rewrite history.
+pub fn tamper_at(path: &Path, sql: &str) {
+    let conn = raw(path);
+    let (drops, creates) = audit_guards(&conn);
+    conn.execute_batch(&format!("BEGIN; {drops} {sql}; {creates} COMMIT;"))
+        .expect(sql);
 }
 
 /// The `sqlite3` shell, which the audit cookbook is written for. CI installs it (`.ci/run`).

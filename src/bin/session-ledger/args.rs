@@ -236,13 +236,30 @@ pub enum LedgerCommand {
     /// both pass. Reads everything, so it takes as long as the ledger is large.
     Check,
     /// Back up a SQLite ledger while writers go on: a consistent copy of it as it stands now,
-    /// written to the new file DEST and synced, then checked on its own (its trail verified
-    /// from the first row, integrity, references and the stored audit tree); exit 0 only when
-    /// the copy passes. On PostgreSQL use the server's tools (docs/operations.md).
+    /// written beside the new file DEST and synced, then checked on its own (its trail verified
+    /// from the first row, integrity, references, the stored audit tree and the checkpoints'
+    /// roots), and named DEST only when it passes; exit 0 only then. On PostgreSQL use the
+    /// server's tools (docs/operations.md).
     Backup {
         /// The new file.
         #[arg(value_name = "DEST")]
         dest: PathBuf,
+    },
+    /// Put a SQLite backup in the place --db names, where no ledger is: the backup is checked
+    /// as `backup` checks a copy (and against --checkpoint, when given), and restored only when
+    /// it passes, as a new file named --db once whole; exit 0 only then. Stop every process
+    /// that uses the ledger and move its files aside first (docs/operations.md).
+    Restore {
+        /// The backup: a file `backup` wrote.
+        #[arg(value_name = "BACKUP")]
+        backup: PathBuf,
+        /// A signed checkpoint kept elsewhere (a file): the backup's trail must extend it.
+        #[arg(long, value_name = "FILE", requires = "verifier_key")]
+        checkpoint: Option<PathBuf>,
+        /// The verifier key of the checkpoint's signer: its text (NAME+KEYID+BASE64), or a file
+        /// holding it.
+        #[arg(long, value_name = "KEY", requires = "checkpoint")]
+        verifier_key: Option<String>,
     },
     /// Grant a posture on a session: full trust, or trust for read-only commands.
     #[command(group(clap::ArgGroup::new("level").required(true).args(["full", "reads"])))]

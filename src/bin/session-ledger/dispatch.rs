@@ -97,6 +97,10 @@ pub fn ledger(
         Report::Verified { verification, .. } if !verification.ok => Err(CliError::Unverified),
         Report::Checked(check) if !check.ok => Err(CliError::CheckFailed),
         Report::BackedUp(backup) if !backup.ok => Err(CliError::CheckFailed),
+        Report::Restored(restored) if restored.checkpoint.as_ref().is_some_and(|c| !c.ok) => {
+            Err(CliError::CheckpointUnverified)
+        }
+        Report::Restored(restored) if !restored.ok => Err(CliError::CheckFailed),
         Report::CheckpointVerified { verification, .. } if !verification.ok => {
             Err(CliError::CheckpointUnverified)
         }
@@ -182,6 +186,11 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
         }
         LedgerCommand::Check => audit::check(ctx),
         LedgerCommand::Backup { dest } => audit::backup(ctx, dest),
+        LedgerCommand::Restore {
+            backup,
+            checkpoint,
+            verifier_key,
+        } => audit::restore(ctx, backup, checkpoint.as_deref(), verifier_key.as_deref()),
         LedgerCommand::Explain { id } => authority::explain(ctx, id),
         LedgerCommand::Authority { id } => authority::authority(ctx, id),
         LedgerCommand::Trust {

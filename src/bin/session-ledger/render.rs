@@ -16,8 +16,8 @@ use session_ledger::{
     AuditEntry, AuditHead, Authority, Backup, CheckReport, CheckpointVerification, Classification,
     CommandPattern, Copied, Created, Decision, DecisionReceiptCheck, DecisionRecord, Ended,
     EpochStart, Explanation, Integrated, PatternAdded, PatternReview, PatternTest, Posture,
-    RaiseOutcome, ReceiptCheck, Recorded, RecordedCheckpoint, Revocation, Scope, SessionState,
-    SignedCheckpoint, TreeNode, Verification,
+    RaiseOutcome, ReceiptCheck, Recorded, RecordedCheckpoint, Restored, Revocation, Scope,
+    SessionState, SignedCheckpoint, TreeNode, Verification,
 };
 
 use crate::error::CliError;
@@ -70,6 +70,8 @@ pub enum Report {
     Checked(CheckReport),
     /// `backup`.
     BackedUp(Backup),
+    /// `restore`.
+    Restored(Restored),
     /// `trust`.
     Granted { id: String, posture: Posture },
     /// `revoke` and `revoke-all`.
@@ -270,6 +272,9 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::Authority(a) => authority::print_authority(out, a),
         Report::Checked(check) => emit(out, json, check, || audit::describe_check(check)),
         Report::BackedUp(backup) => emit(out, json, backup, || audit::describe_backup(backup)),
+        Report::Restored(restored) => {
+            emit(out, json, restored, || audit::describe_restore(restored))
+        }
         Report::Granted { id, posture } => emit(out, json, posture, || {
             format!(
                 "{id}: {} granted by {} (epoch {})",

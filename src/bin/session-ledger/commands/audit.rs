@@ -1,7 +1,8 @@
 //! The commands on the audit trail: the listing (`audit`), its head (`audit head`), the chain
 //! walked (`verify`), a receipt for one row (`audit prove`) and its offline check (`audit
 //! verify-receipt`), the trail as a feed (`audit export`, and with `--decisions` the decision
-//! log as one), and the whole ledger checked (`check`).
+//! log as one), the whole ledger checked (`check`), backed up (`backup`) and a backup put back
+//! (`restore`).
 
 use std::io::Write;
 use std::path::Path;
@@ -142,6 +143,27 @@ pub fn prove_consistency(
 pub fn backup(ctx: &Context<'_>, dest: &Path) -> Result<Report, CliError> {
     let ledger = open_existing(ctx.db)?;
     Ok(Report::BackedUp(ledger.backup(dest)?))
+}
+
+/// `restore BACKUP`: the backup put in the place `--db` names once it passes its checks (and
+/// against `checkpoint`, verified with `key`, when given). Opens no ledger at `--db`: there is
+/// none there.
+pub fn restore(
+    ctx: &Context<'_>,
+    backup: &Path,
+    checkpoint: Option<&Path>,
+    key: Option<&str>,
+) -> Result<Report, CliError> {
+    let against = match (checkpoint, key) {
+        (Some(checkpoint), Some(key)) => {
+            Some((read_file(checkpoint, "the checkpoint")?, verifier_key(key)?))
+        }
+        _ => None,
+    };
+    let against = against.as_ref().map(|(note, key)| (note.as_str(), key));
+    Ok(Report::Restored(session_ledger::Ledger::restore(
+        backup, ctx.db, against,
+    )?))
 }
 
 /// `audit verify-receipt`: the receipt in the file `receipt` checked offline with `key` (its

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use session_ledger::{
-    AuditEntry, Backup, CheckReport, Explanation, Materialized, Verification, Withheld,
+    AuditEntry, Backup, CheckReport, Explanation, Materialized, Restored, Verification, Withheld,
 };
 
 use super::authority::{approves_words, posture_words, withheld_words};
@@ -204,17 +204,67 @@ pub fn print_explanation(out: &mut dyn Write, e: &Explanation) -> Result<(), Cli
     Ok(())
 }
 
-/// `backup`'s text: where the copy went, the moment it holds, and how its checks went.
+/// `backup`'s text: where the copy went, the moment it holds, and how its checks went; or that
+/// nothing was written, and which check the copy failed.
 pub fn describe_backup(backup: &Backup) -> String {
-    let chain = if backup.verification.ok {
-        format!("its trail verifies ({} rows)", backup.head.seq)
+    let checks = format!(
+        "{}; {}",
+        describe_trail(&backup.verification, backup.head.seq),
+        describe_check(&backup.check)
+    );
+    if backup.ok {
+        format!(
+            "backed up to {} at audit row {}: {checks}",
+            backup.to.display(),
+            backup.head.seq
+        )
+    } else {
+        format!(
+            "NOT backed up: the copy at audit row {} did not pass its checks, and nothing was \
+             written to {}: {checks}",
+            backup.head.seq,
+            backup.to.display()
+        )
+    }
+}
+
+/// `restore`'s text: what was restored where, or that nothing was, and which check the backup
+/// failed.
+pub fn describe_restore(restored: &Restored) -> String {
+    let mut checks = format!(
+        "{}; {}",
+        describe_trail(&restored.verification, restored.head.seq),
+        describe_check(&restored.check)
+    );
+    if let Some(c) = &restored.checkpoint {
+        checks.push_str(if c.ok {
+            "; it extends the checkpoint given"
+        } else {
+            "; it does NOT verify against the checkpoint given (run verify --checkpoint on it)"
+        });
+    }
+    if restored.ok {
+        format!(
+            "restored {} to {} at audit row {}: {checks}",
+            restored.from.display(),
+            restored.to.display(),
+            restored.head.seq
+        )
+    } else {
+        format!(
+            "NOT restored: the backup {} did not pass its checks, and nothing was written to \
+             {}: {checks}",
+            restored.from.display(),
+            restored.to.display()
+        )
+    }
+}
+
+/// Whether a copy's trail verified, in words.
+fn describe_trail(verification: &Verification, rows: i64) -> String {
+    if verification.ok {
+        format!("its trail verifies ({rows} rows)")
     } else {
         "its trail does NOT verify (run verify on it)".to_owned()
-    };
-    format!(
-        "backed up to {} at audit row {}: {chain}; {}",
-        backup.to.display(),
-        backup.head.seq,
-        describe_check(&backup.check)
-    )
+    }
 }
