@@ -125,8 +125,8 @@ fn a_backup_taken_while_writers_go_on_is_a_verified_prefix_of_the_live_trail() -
 }
 
 #[test]
-fn a_postgresql_ledger_is_not_backed_up_by_the_library_and_the_error_names_the_tools() -> TestResult
-{
+fn a_postgresql_ledger_is_not_backed_up_or_restored_by_the_library_and_the_error_names_the_tools(
+) -> TestResult {
     let f = fixture!(Engine::Postgres);
     let dir = tempfile::tempdir()?;
     let e = f
@@ -136,6 +136,12 @@ fn a_postgresql_ledger_is_not_backed_up_by_the_library_and_the_error_names_the_t
     assert_eq!(e.kind(), "invalid_config");
     assert!(e.to_string().contains("pg_dump"), "{e}");
     assert!(!dir.path().join("copy.db").exists());
+    // Nor put back by it.
+    let copy = dir.path().join("sqlite.db");
+    ledger_with(&copy, 1)?;
+    let e = Ledger::restore(&copy, f.target(), None).expect_err("refused");
+    assert_eq!(e.kind(), "invalid_config");
+    assert!(e.to_string().contains("pg_restore"), "{e}");
     Ok(())
 }
 
@@ -429,5 +435,100 @@ fn a_backup_killed_at_any_moment_leaves_nothing_or_a_whole_checked_copy_and_writ
          the live ledger once; the live ledger verifies",
         reported.len()
     );
+    Ok(())
+}
+
+/// A program of the PostgreSQL installation that runs the test server: the newest
+/// `/usr/lib/postgresql/*/bin` that has it (as scripts/with-postgres finds its server), else
+/// the one on PATH.
+fn postgres_program(name: &str) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort_by_key(|d| {
+        d.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    dirs.into_iter()
+        .rev()
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// On PostgreSQL the server's tools back a ledger up and put it back, as docs/operations.md
+/// says: `pg_dump` of the ledger's schema, the schema dropped (the database lost), `pg_restore`
+/// of the dump; then `verify --checkpoint` with a checkpoint kept outside the database proves
+/// the restored trail extends what was signed, `check` passes, and the ledger goes on.
+#[test]
+fn a_postgresql_ledger_put_back_with_the_servers_tools_verifies_against_a_kept_checkpoint(
+) -> TestResult {
+    let f = fixture!(Engine::Postgres);
+    let dir = tempfile::tempdir()?;
+    f.build("conductor > w1 w2");
+    f.ledger
+        .grant("conductor", session_ledger::PostureLevel::Trust, "alice")?;
+    f.ledger.decide_and_record(
+        "w1",
+        "make deploy",
+        false,
+        &session_ledger::AskedBy::actor("alice"),
+    )?;
+    let key = SignerKey::generate("example.com/ledger")?;
+    let signed = f.ledger.checkpoint(&key, None, "auditor")?;
+    f.ledger.create_child("w3", "conductor", "alice")?;
+    let head = f.ledger.audit_head()?;
+    let (checkpoint, verifier) = (dir.path().join("cp"), dir.path().join("verifier.pub"));
+    std::fs::write(&checkpoint, &signed.note)?;
+    std::fs::write(&verifier, key.verifier().to_string())?;
+
+    let url = f.target();
+    let dump = dir.path().join("ledger.dump");
+    let dumped = Command::new(postgres_program("pg_dump"))
+        .args(["-d", &url, "--schema", f.place().schema(), "-Fc", "-f"])
+        .arg(&dump)
+        .output()?;
+    assert!(
+        dumped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dumped.stderr)
+    );
+    f.exec(&format!("DROP SCHEMA {} CASCADE", f.place().schema()))?;
+    let put_back = Command::new(postgres_program("pg_restore"))
+        .args(["-d", &url])
+        .arg(&dump)
+        .output()?;
+    assert!(
+        put_back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put_back.stderr)
+    );
+
+    let cli =
+        |args: &[&std::ffi::OsStr]| Command::new(BIN).arg("--db").arg(&url).args(args).output();
+    let verified = cli(&[
+        "verify".as_ref(),
+        "--checkpoint".as_ref(),
+        checkpoint.as_os_str(),
+        "--verifier-key".as_ref(),
+        verifier.as_os_str(),
+    ])?;
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    assert!(cli(&["check".as_ref()])?.status.success());
+    let restored = Ledger::open(&url)?;
+    assert_eq!(restored.audit_head()?, head, "the whole trail is back");
+    restored.create_child("w4", "conductor", "alice")?;
+    assert!(restored.verify(None)?.ok);
     Ok(())
 }

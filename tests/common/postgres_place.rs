@@ -148,6 +148,11 @@ impl Place {
         Some(Place { base, schema })
     }
 
+    /// The ledger's schema.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
     /// The ledger's URL.
     pub fn url(&self) -> String {
         with_search_path(&self.base, &self.schema)
