@@ -145,6 +145,38 @@ fn a_postgresql_ledger_is_not_backed_up_or_restored_by_the_library_and_the_error
     Ok(())
 }
 
+/// Backups of one handle to one name at once: exactly one takes the name, the others are
+/// refused because it is taken, and no copy is left beside it.
+#[test]
+fn backups_to_one_name_at_once_leave_one_whole_copy_and_refuse_the_others() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let ledger = Arc::new(ledger_with(&dir.path().join("ledger.db"), 200)?);
+    let dest = dir.path().join("backup.db");
+    let outcomes: Vec<_> = (0..4)
+        .map(|_| {
+            let (ledger, dest) = (Arc::clone(&ledger), dest.clone());
+            std::thread::spawn(move || ledger.backup(&dest).map(|b| b.ok).map_err(|e| e.kind()))
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().expect("a backup thread"))
+        .collect();
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Ok(true)).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| *o == Ok(true) || *o == Err("invalid_config")),
+        "{outcomes:?}"
+    );
+    assert_eq!(verified(&dest)?.audit_head()?, ledger.audit_head()?);
+    assert_eq!(files_starting(dir.path(), "backup.db")?, vec![dest]);
+    Ok(())
+}
+
 /// A copy that does not pass its checks never takes the backup's name, and a backup that does
 /// not verify is never restored: nothing is written in either case, and the command says so
 /// and exits 1.
@@ -296,7 +328,7 @@ impl Random {
 /// `session-ledger backup` killed with SIGKILL at random moments while writer processes
 /// (`session-ledger create`) run and are killed at random too: at the backup's name there is
 /// afterwards either nothing or a whole copy that verifies, checks and is a prefix of the live
-/// trail; a killed copy is only ever a `.partial-PID` file; and the live ledger verifies and
+/// trail; a killed copy is only ever a `.partial-PID-N` file; and the live ledger verifies and
 /// holds every create a writer reported, each once.
 #[test]
 fn a_backup_killed_at_any_moment_leaves_nothing_or_a_whole_checked_copy_and_writers_lose_nothing(

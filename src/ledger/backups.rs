@@ -1,14 +1,15 @@
 //! Backing up a SQLite ledger while writers go on, and putting a backup in a ledger's place.
 //!
-//! Each copy is written under a name of its own beside its destination (`NAME.partial-PID`),
+//! Each copy is written under a name of its own beside its destination (`NAME.partial-PID-N`),
 //! synced, and checked on its own before it takes the destination's name, by a hard link that
 //! fails when the name is taken (or a rename, where the file system has no links). So a
 //! process killed at any step leaves at the destination either nothing or a whole copy that
 //! verified, and never writes over a file that is there: what a killed step leaves is a
-//! `.partial-PID` file, which is no backup and says so by its name.
+//! `.partial-PID-N` file, which is no backup and says so by its name.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
@@ -141,7 +142,7 @@ impl Ledger {
         }
         let why = "restore puts a backup only where no ledger is: stop every process that uses \
                    the ledger and move its files aside first";
-        for companion in ["-wal", "-shm", "-journal"] {
+        for companion in ["", "-wal", "-shm", "-journal"] {
             let mut name = to.as_os_str().to_owned();
             name.push(companion);
             refuse_existing(Path::new(&name), why)?;
@@ -164,7 +165,6 @@ impl Ledger {
             ok,
         };
         if !ok {
-            refuse_existing(to, why)?;
             return Ok(restored);
         }
         let partial = partial_beside(to, why)?;
@@ -192,18 +192,22 @@ impl Ledger {
 }
 
 /// The name a copy for `dest` is written under until it is whole and checked, after refusing a
-/// `dest` that exists (saying `why`) or that names no file. A leftover of a killed process with
-/// the same id is removed first.
+/// `dest` that exists (saying `why`) or that names no file: `NAME.partial-PID-N`, N counting
+/// this process's copies, so that two at once never share one. A file already there by that
+/// name (a killed process's, whose id was reused) is not touched: the copy then fails.
 fn partial_beside(dest: &Path, why: &str) -> Result<PathBuf> {
+    static COPIES: AtomicU64 = AtomicU64::new(0);
     refuse_existing(dest, why)?;
     let Some(name) = dest.file_name() else {
         return Err(InputError::InvalidConfig(format!("{} names no file", dest.display())).into());
     };
     let mut partial = name.to_owned();
-    partial.push(format!(".partial-{}", std::process::id()));
-    let partial = dest.with_file_name(partial);
-    discard(&partial);
-    Ok(partial)
+    partial.push(format!(
+        ".partial-{}-{}",
+        std::process::id(),
+        COPIES.fetch_add(1, Ordering::Relaxed)
+    ));
+    Ok(dest.with_file_name(partial))
 }
 
 /// `InvalidConfig` when `path` exists (or cannot be looked at).
