@@ -3,6 +3,8 @@
 //! offline. The ledger's own methods (`checkpoint`, `verify_checkpoint`, `prove`, ...) are on
 //! `Ledger`; these functions need no ledger.
 
+use std::path::PathBuf;
+
 use pyo3::prelude::*;
 use session_ledger as sl;
 
@@ -63,4 +65,38 @@ pub(crate) fn verify_receipt<'py>(
         .detach(|| sl::verify_receipt(&receipt, row.as_ref(), &key))
         .map_err(|e| errors::to_py(py, e))?;
     to_dict(py, &check)
+}
+
+/// Puts the SQLite backup `backup` in the place `to`, where no ledger is, once it passes the
+/// checks a backup gets (and verifies against `checkpoint` with `verifier_key`, when given).
+/// Returns `{"from", "to", "head", "verification", "check", "checkpoint", "ok"}`; nothing is
+/// written unless `ok`.
+#[pyfunction]
+#[pyo3(signature = (backup, to, *, checkpoint=None, verifier_key=None))]
+pub(crate) fn restore<'py>(
+    py: Python<'py>,
+    backup: PathBuf,
+    to: PathBuf,
+    checkpoint: Option<String>,
+    verifier_key: Option<String>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let key = match (&checkpoint, verifier_key) {
+        (Some(_), Some(key)) => Some(
+            key.parse::<sl::VerifierKey>()
+                .map_err(|e| errors::to_py(py, e))?,
+        ),
+        (None, None) => None,
+        _ => {
+            return Err(errors::invalid(
+                py,
+                "invalid_config",
+                "a checkpoint and its verifier_key go together".to_owned(),
+            ))
+        }
+    };
+    let against = checkpoint.as_deref().zip(key.as_ref());
+    let restored = py
+        .detach(|| sl::Ledger::restore(&backup, &to, against))
+        .map_err(|e| errors::to_py(py, e))?;
+    to_dict(py, &restored)
 }

@@ -1104,6 +1104,14 @@ impl PyLedger {
         checkpoints::to_dict(py, &v)
     }
 
+    /// Writes a consistent copy of this SQLite ledger to the new file `dest` while writers go
+    /// on, checks it on its own, and names it `dest` only when it passes. Returns `{"to",
+    /// "head", "verification", "check", "ok"}`.
+    fn backup<'py>(&self, py: Python<'py>, dest: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+        let backup = self.call(py, |l| l.backup(&dest))?;
+        checkpoints::to_dict(py, &backup)
+    }
+
     /// A receipt (C2SP tlog-proof text) for audit row `seq` against `checkpoint`, or against
     /// the newest checkpoint the ledger signed.
     #[pyo3(signature = (seq, *, checkpoint=None))]

@@ -90,6 +90,7 @@ fn _session_ledger(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checkpoints::generate_key, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::verifier_key, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoints::verify_receipt, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoints::restore, m)?)?;
     m.add_function(wrap_pyfunction!(commands::classify, m)?)?;
     m.add_function(wrap_pyfunction!(_time_decide, m)?)?;
     Ok(())

@@ -1,7 +1,8 @@
 """Checkpoints of the audit trail through Python, on each engine: a dashboard backend signs one
 now and then; an auditor verifies the trail against one with the verifier key alone; a receipt
-checks offline; and the trail read as a feed, as JSON rows or as OCSF events that the OCSF
-schema (version ``session_ledger.OCSF_VERSION``) validates.
+checks offline; the trail read as a feed, as JSON rows or as OCSF events that the OCSF
+schema (version ``session_ledger.OCSF_VERSION``) validates; and a SQLite ledger backed up and
+put back.
 
 The attacks (rewrites, shrinks, forks, flipped bits) are the Rust suites' (tests/checkpoints.rs);
 these show that the binding hands the library's answers over whole.
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+import pytest
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from ocsf_json_schema import OcsfJsonSchemaEmbedded, get_ocsf_schema  # type: ignore[import-untyped]
 
 import session_ledger
 from session_ledger import Ledger
 
-from conftest import ACTOR
+from conftest import ACTOR, Place
 
 
 def busy(ledger: Ledger) -> None:
@@ -171,3 +173,46 @@ def test_every_verdict_exported_as_ocsf_validates_against_the_ocsf_schema(ledger
     assert {r["verdict"] for r in records} == {"approve", "ask"}
     # The validator refuses what the schema does not allow: the test would catch a bad mapping.
     assert list(validator.iter_errors(dict(events[0], type_uid=1)))
+
+
+def test_a_backup_taken_by_the_backend_is_checked_and_restored_only_against_a_checkpoint_it_extends(
+    place: Place,
+) -> None:
+    ledger = place.open()
+    busy(ledger)
+    if place.engine == "postgres":
+        # The server's tools back up a PostgreSQL ledger (docs/operations.md); the binding says so.
+        with pytest.raises(session_ledger.InvalidInput) as refused:
+            ledger.backup(place.folder / "copy.db")
+        assert refused.value.kind == "invalid_config" and "pg_dump" in str(refused.value)
+        return
+    key = session_ledger.generate_key("example.com/ledger")
+    early = ledger.backup(place.folder / "early.db")
+    assert early["ok"] and early["verification"]["ok"] and early["check"]["ok"]
+    head = ledger.audit_head()
+    assert early["head"] == {"seq": head.seq, "hash": head.hash}
+    ledger.create_root("reviewer", actor=ACTOR)
+    signed = ledger.checkpoint(key, actor=ACTOR)
+    late = ledger.backup(place.folder / "late.db")
+    assert late["ok"]
+    with pytest.raises(session_ledger.InvalidInput):
+        ledger.backup(place.folder / "late.db")
+
+    verifier = session_ledger.verifier_key(key)
+    to = place.folder / "restored.db"
+    refused_backup = session_ledger.restore(
+        place.folder / "early.db", to, checkpoint=signed["note"], verifier_key=verifier
+    )
+    assert not refused_backup["ok"] and refused_backup["checkpoint"]["ok"] is False
+    assert not to.exists()
+    restored = session_ledger.restore(
+        place.folder / "late.db", to, checkpoint=signed["note"], verifier_key=verifier
+    )
+    assert restored["ok"] and restored["head"] == late["head"]
+    again = Ledger(str(to), read_only=True)
+    assert again.audit_head().seq == late["head"]["seq"]
+    assert again.audit_head().hash == late["head"]["hash"]
+    again.close()
+    with pytest.raises(session_ledger.InvalidInput) as taken:
+        session_ledger.restore(place.folder / "late.db", to)
+    assert taken.value.kind == "invalid_config"

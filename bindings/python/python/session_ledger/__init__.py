@@ -56,6 +56,7 @@ from ._session_ledger import (
     Verification,
     __version__,
     generate_key,
+    restore,
     verifier_key,
     verify_receipt,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "generate_key",
     "verifier_key",
     "verify_receipt",
+    "restore",
     "Ledger",
     "CreationRate",
     "Taint",

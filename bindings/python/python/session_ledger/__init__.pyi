@@ -44,6 +44,7 @@ __all__ = [
     "generate_key",
     "verifier_key",
     "verify_receipt",
+    "restore",
     "classify",
     "Ledger",
     "CreationRate",
@@ -125,6 +126,21 @@ def verify_receipt(
     """Checks a receipt from ``Ledger.prove`` offline with the verifier key, for ``row`` (the
     row as a ``dict`` of the command line's ``--json audit`` form) or the row the receipt
     carries: ``{"ok", "seq", "checkpoint", "why"}``."""
+
+def restore(
+    backup: Union[str, "os.PathLike[str]"],
+    to: Union[str, "os.PathLike[str]"],
+    *,
+    checkpoint: Optional[str] = None,
+    verifier_key: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Puts the SQLite backup ``backup`` (a file ``Ledger.backup`` or ``session-ledger
+    backup`` wrote) in the place ``to``, where no ledger is, once it passes the checks a backup
+    gets, and, with ``checkpoint`` (a note kept elsewhere) and its ``verifier_key``, verifies
+    against it. Returns ``{"from", "to", "head", "verification", "check", "checkpoint", "ok"}``;
+    nothing is written unless ``ok``. Raises ``InvalidInput`` (kind ``"invalid_config"``) when
+    ``to`` or its ``-wal``, ``-shm`` or ``-journal`` exists: stop every process that uses the
+    ledger and move its files aside first."""
 
 Taint = Literal["public", "private", "secret"]
 PostureLevel = Literal["trust", "trust_reads"]
@@ -1529,6 +1545,13 @@ class Ledger:
         its row unless ``fast``; against ``previous`` (the checkpoint verified last), a smaller,
         forked or unprovable checkpoint fails. Returns ``{"ok", "checkpoint", "head", "fast",
         "findings", "not_checked"}``, one finding per check."""
+    def backup(self, dest: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+        """Writes a consistent copy of this SQLite ledger to the new file ``dest`` while
+        writers go on, checks it on its own (its trail from the first row, integrity,
+        references, the stored tree and the checkpoints' roots), and names it ``dest`` only
+        when it passes: ``{"to", "head", "verification", "check", "ok"}``. Raises
+        ``InvalidInput`` (kind ``"invalid_config"``) for a ``dest`` that exists, and on
+        PostgreSQL, which the server's tools back up."""
     def prove(self, seq: int, *, checkpoint: Optional[str] = None) -> str:
         """A receipt for audit row ``seq``: its inclusion proof against ``checkpoint``, or the
         newest checkpoint signed, as C2SP tlog-proof text. Raises ``Conflict`` (kind
