@@ -23,6 +23,7 @@ use super::Ledger;
 
 /// A backup written and checked ([`Ledger::backup`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Backup {
     /// The copy: there only when `ok`.
     pub to: PathBuf,
@@ -38,6 +39,7 @@ pub struct Backup {
 
 /// A backup put in a ledger's place, or refused ([`Ledger::restore`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Restored {
     /// The backup restored from.
     pub from: PathBuf,
