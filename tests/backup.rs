@@ -307,6 +307,37 @@ fn a_backup_is_restored_against_a_checkpoint_only_when_its_trail_extends_it() ->
     assert!(!refused.ok, "but it does not extend the checkpoint");
     assert!(refused.checkpoint.as_ref().is_some_and(|c| !c.ok));
     assert!(!to.exists());
+    // The same through the command line, the checkpoint and the key each in a file.
+    let (note, key_file) = (dir.path().join("cp"), dir.path().join("verifier.pub"));
+    std::fs::write(&note, &signed.note)?;
+    std::fs::write(&key_file, verifier.to_string())?;
+    let restore = |backup: &Path| {
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&to)
+            .arg("restore")
+            .arg(backup)
+            .arg("--checkpoint")
+            .arg(&note)
+            .arg("--verifier-key")
+            .arg(&key_file)
+            .output()
+    };
+    let refused_by_cli = restore(&before.to)?;
+    assert_eq!(refused_by_cli.status.code(), Some(1));
+    assert!(String::from_utf8(refused_by_cli.stderr)?.contains("against the checkpoint"));
+    assert!(String::from_utf8(refused_by_cli.stdout)?.starts_with("NOT restored"));
+    assert!(!to.exists());
+    let restored = restore(&after.to)?;
+    assert!(
+        restored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+    assert!(String::from_utf8(restored.stdout)?.contains("it extends the checkpoint given"));
+    assert_eq!(verified(&to)?.audit_head()?, after.head);
+    // And by the library, to a place of its own.
+    let to = dir.path().join("restored-by-the-library.db");
     let restored = Ledger::restore(&after.to, &to, Some((&signed.note, &verifier)))?;
     assert!(restored.ok, "{restored:?}");
     assert_eq!(verified(&to)?.audit_head()?, after.head);
