@@ -8,6 +8,10 @@ mod authority;
 mod checkpoints;
 mod decisions;
 mod sessions;
+mod text;
+
+pub use checkpoints::ReceiptStep;
+use text::{count, json_line};
 
 use std::io::Write;
 
@@ -165,36 +169,6 @@ pub enum Report {
     },
     /// `audit export`, which printed as it went.
     Exported,
-}
-
-/// The checks of a receipt, in the order they are made (and ordered so); a check after a
-/// failed one is not made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ReceiptStep {
-    /// The checkpoint is signed by the verifier key.
-    Signature,
-    /// The row is the receipt's row, and its own hash matches its fields.
-    Row,
-    /// The proof puts the row's leaf at its index under the checkpoint's root.
-    Inclusion,
-}
-
-impl ReceiptStep {
-    /// Every check, in order.
-    pub const ALL: [ReceiptStep; 3] = [
-        ReceiptStep::Signature,
-        ReceiptStep::Row,
-        ReceiptStep::Inclusion,
-    ];
-
-    /// The check's name, first on its report line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReceiptStep::Signature => "signature",
-            ReceiptStep::Row => "row",
-            ReceiptStep::Inclusion => "inclusion",
-        }
-    }
 }
 
 /// How a command prints its output.
@@ -547,12 +521,6 @@ fn emit(
     }
 }
 
-/// Prints `value` as one line of JSON.
-fn json_line<T: serde::Serialize + ?Sized>(out: &mut dyn Write, value: &T) -> Result<(), CliError> {
-    writeln!(out, "{}", serde_json::to_string(value)?)?;
-    Ok(())
-}
-
 /// `copy`'s text: what moved, in the tables' words, and the verification of the copy.
 fn describe_copy(from: &str, to: &str, c: &Copied, v: &Verification) -> String {
     let counts = [
@@ -570,19 +538,4 @@ fn describe_copy(from: &str, to: &str, c: &Copied, v: &Verification) -> String {
         counts.join(", "),
         audit::describe_verification(v, None)
     )
-}
-
-/// The width of a column of `items`: the longest `len` gives (ids, actors and kinds are ASCII,
-/// so bytes are characters).
-fn widest<T>(items: &[T], len: impl Fn(&T) -> usize) -> usize {
-    items.iter().map(len).max().unwrap_or(0)
-}
-
-/// "1 session", "2 sessions".
-fn count(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
-    }
 }

@@ -11,7 +11,7 @@ use session_ledger::{
 use super::authority::{approves_words, posture_words, withheld_words};
 use super::decisions::print_decisions;
 use super::sessions::label_words;
-use super::{count, widest};
+use super::text::{count, widest};
 use crate::error::CliError;
 
 /// The names `audit`'s text gives its columns, in order: the fields of a row in `--json audit`.

@@ -9,7 +9,7 @@ use session_ledger::{
     Withheld,
 };
 
-use super::{count, json_line, widest};
+use super::text::{count, json_line, widest};
 use crate::error::CliError;
 
 /// `trust granted by alice`, or an inherited posture with the chain back to its grant.

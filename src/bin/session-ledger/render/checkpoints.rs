@@ -6,7 +6,7 @@ use std::io::Write;
 
 use session_ledger::{CheckpointVerification, ReceiptCheck, RecordedCheckpoint};
 
-use super::{count, ReceiptStep};
+use super::text::count;
 use crate::error::CliError;
 
 /// `checkpoint list`'s text: one line per checkpoint.
@@ -104,4 +104,34 @@ pub fn describe_receipt(c: &ReceiptCheck, failed: Option<ReceiptStep>) -> String
         ),
     });
     lines.join("\n")
+}
+
+/// The checks of a receipt, in the order they are made (and ordered so); a check after a
+/// failed one is not made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ReceiptStep {
+    /// The checkpoint is signed by the verifier key.
+    Signature,
+    /// The row is the receipt's row, and its own hash matches its fields.
+    Row,
+    /// The proof puts the row's leaf at its index under the checkpoint's root.
+    Inclusion,
+}
+
+impl ReceiptStep {
+    /// Every check, in order.
+    pub const ALL: [ReceiptStep; 3] = [
+        ReceiptStep::Signature,
+        ReceiptStep::Row,
+        ReceiptStep::Inclusion,
+    ];
+
+    /// The check's name, first on its report line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiptStep::Signature => "signature",
+            ReceiptStep::Row => "row",
+            ReceiptStep::Inclusion => "inclusion",
+        }
+    }
 }

@@ -13,7 +13,7 @@ use std::io::Write;
 
 use session_ledger::{DecisionReceiptCheck, DecisionRecord, Integrated};
 
-use super::{count, widest};
+use super::text::{count, widest};
 use crate::error::CliError;
 
 /// The names the listing gives its columns, in order.

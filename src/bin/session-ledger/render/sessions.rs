@@ -8,7 +8,7 @@ use session_ledger::{
 };
 
 use super::authority::posture_words;
-use super::{count, json_line};
+use super::text::{count, json_line};
 use crate::error::CliError;
 
 /// `secret`, or `private, untrusted`.
