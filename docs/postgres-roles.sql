@@ -40,7 +40,8 @@ GRANT SELECT ON sessions, labels, epochs, postures, command_patterns, override_s
                 audit_kinds, audit, audit_time_order, audit_tree, checkpoints,
                 refinery_schema_history, session_tree, live_sessions, trusted_now, session_state,
                 revocations, refused_creations, live_authority, decisions, decision_queue,
-                decision_log, decision_records, ledger_options
+                decision_log, decision_records, ledger_options, archives, archived_sessions,
+                archived
    TO session_ledger_app;
 
 -- What the library writes, table by table.
@@ -71,6 +72,8 @@ GRANT INSERT ON decisions, decision_queue, decision_log TO session_ledger_app;
 GRANT DELETE ON decision_queue TO session_ledger_app;
 -- ledger_options: set, and set again.
 GRANT INSERT, UPDATE ON ledger_options TO session_ledger_app;
+-- archives and archived_sessions: read only. Archiving deletes rows, which this role may not:
+-- it runs as the owner (docs/operations.md, "Archiving").
 
 -- An auditor reads everything and changes nothing.
 DO $$
@@ -83,7 +86,7 @@ BEGIN
                         refinery_schema_history, session_tree, live_sessions, trusted_now,
                         session_state, revocations, refused_creations, live_authority,
                         decisions, decision_queue, decision_log, decision_records,
-                        ledger_options
+                        ledger_options, archives, archived_sessions, archived
            TO session_ledger_auditor;
     END IF;
 END

@@ -19,8 +19,8 @@ pub(crate) mod receipt;
 pub(crate) mod tree;
 pub(crate) mod verify;
 
+pub(crate) use chain::{anchor as chain_anchor, hex, verify, verify_from};
 pub use chain::{chain_hash, ChainProblem, Verification};
-pub(crate) use chain::{hex, verify, verify_from};
 pub use checkpoint::{Checkpoint, SignedCheckpoint, SignerKey, VerifierKey};
 pub use export::{ocsf_event, OCSF_VERSION};
 pub use merkle::{verify_consistency, verify_inclusion};

@@ -300,6 +300,24 @@ pub enum Conflict {
         /// Why, in words.
         why: String,
     },
+    /// The session was archived: its rows left for an archive file; its id is never used again.
+    #[error("session {id:?} was archived on {made_at} in {file} (archive {archive})")]
+    SessionArchived {
+        /// The session.
+        id: String,
+        /// The archive's number.
+        archive: i64,
+        /// Its file, as named when it was written.
+        file: String,
+        /// When it was made (RFC 3339, UTC).
+        made_at: String,
+    },
+    /// What was asked lies in what left with an archive; the message names the archive.
+    #[error("{0}")]
+    Archived(String),
+    /// An archive was asked of what cannot go (a tree with a session still running, no root).
+    #[error("{0}")]
+    NotArchivable(String),
 }
 
 impl Conflict {
@@ -315,6 +333,9 @@ impl Conflict {
             Conflict::NoCheckpoint => "no_checkpoint",
             Conflict::NotInCheckpoint { .. } => "not_in_checkpoint",
             Conflict::NotCovered { .. } => "not_covered",
+            Conflict::SessionArchived { .. } => "session_archived",
+            Conflict::Archived(_) => "archived",
+            Conflict::NotArchivable(_) => "not_archivable",
         }
     }
 }
@@ -395,6 +416,10 @@ pub enum StorageError {
     /// [read-only](crate::Config::read_only)).
     #[error("the ledger at {0} is read-only")]
     ReadOnly(Location),
+    /// The file is an archive (`Ledger::archive` wrote it), which is never written: it opens
+    /// [read-only](crate::Config::read_only) only.
+    #[error("{0} is an archive, which is never written: open it read-only")]
+    IsArchive(Location),
     /// The engine underneath failed: I/O, locking, SQL, the connection pool, a migration.
     #[error("storage error: {0}")]
     Engine(EngineError),
@@ -471,6 +496,7 @@ impl StorageError {
             StorageError::NotALedger(_) => "not_a_ledger",
             StorageError::SchemaTooNew { .. } => "schema_too_new",
             StorageError::ReadOnly(_) => "read_only",
+            StorageError::IsArchive(_) => "is_archive",
             StorageError::Engine(_) => "storage",
             StorageError::Standby(_) => "standby",
             StorageError::Unavailable { .. } => "unavailable",
@@ -484,84 +510,6 @@ impl StorageError {
     /// longer than the busy timeout.
     pub fn is_busy(&self) -> bool {
         matches!(self, StorageError::Engine(e) if e.busy)
-    }
-}
-
-/// A failure of the engine underneath the ledger, kept opaque so that the public API does not
-/// depend on one database engine. Its [`source`](std::error::Error::source) is the engine's
-/// own error.
-#[derive(Debug)]
-pub struct EngineError {
-    /// What failed, in a word or two: `sqlite`, `connection pool`, `migration`, `i/o`.
-    what: &'static str,
-    busy: bool,
-    source: Box<dyn std::error::Error + Send + Sync>,
-    /// What the engine said beyond its error's own one line, when that line says too little
-    /// (a PostgreSQL server's message is in the error's source, not its text).
-    detail: Option<String>,
-}
-
-impl EngineError {
-    /// An engine failure of `what`, from the engine's own error.
-    pub(crate) fn new(
-        what: &'static str,
-        busy: bool,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> EngineError {
-        EngineError {
-            what,
-            busy,
-            source: source.into(),
-            detail: None,
-        }
-    }
-
-    /// This failure, with `detail` after the engine's own line.
-    pub(crate) fn with_detail(mut self, detail: Option<String>) -> EngineError {
-        self.detail = detail;
-        self
-    }
-
-    /// This failure, with `hint` (what to do about it) after what the engine said.
-    pub(crate) fn with_hint(mut self, hint: &str) -> EngineError {
-        self.detail = Some(match self.detail.take() {
-            Some(detail) => format!("{detail}; {hint}"),
-            None => hint.to_owned(),
-        });
-        self
-    }
-
-    /// The engine's own error, to look into it (`downcast_ref`) inside an engine.
-    pub(crate) fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        &*self.source
-    }
-}
-
-impl fmt::Display for EngineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)?;
-        match &self.detail {
-            Some(detail) => write!(f, ": {detail}"),
-            None => Ok(()),
-        }
-    }
-}
-
-impl std::error::Error for EngineError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&*self.source)
-    }
-}
-
-impl From<EngineError> for Error {
-    fn from(e: EngineError) -> Error {
-        Error::Storage(StorageError::Engine(e))
-    }
-}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Error {
-        EngineError::new("i/o", false, e).into()
     }
 }
 
@@ -584,8 +532,10 @@ impl Corruption {
     }
 }
 
+mod engine;
 mod location;
 #[cfg(test)]
 mod tests;
 
+pub use engine::EngineError;
 pub use location::Location;

@@ -14,6 +14,7 @@ use crate::storage::{Storage, Write};
 
 // The handle's methods, by what they touch: sessions and labels; postures, grants and
 // decisions; the audit trail and whole-ledger operations.
+mod archives;
 mod audit_trail;
 mod authority;
 mod backups;
@@ -125,10 +126,13 @@ impl Ledger {
     /// Runs `f` in one write transaction with the time of the write, read once the write lock
     /// is held ([`audit::write_time`]): an operation never writes a time from before a change
     /// it waited for, and times never go back along the trail.
+    ///
+    /// A session it did not find that was archived is said so (`SessionArchived`).
     fn write<T>(&self, mut f: impl FnMut(&mut dyn Write, DateTime<Utc>) -> Result<T>) -> Result<T> {
-        self.storage.write(|tx| {
+        let result = self.storage.write(|tx| {
             let now = audit::write_time(tx.read(), self.wall_clock())?;
             f(tx, now)
-        })
+        });
+        self.archived_or(result)
     }
 }

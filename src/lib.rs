@@ -90,6 +90,7 @@
 #![deny(unsafe_code)]
 
 mod agents;
+mod archive;
 mod audit;
 mod authority;
 mod clock;
@@ -99,6 +100,7 @@ mod copy;
 mod decision_log;
 mod decisions;
 mod error;
+mod files;
 mod grants;
 mod labels;
 mod ledger;
@@ -111,6 +113,7 @@ mod sessions;
 mod storage;
 
 pub use agents::{claude_code, reason_line, Permission, ToolClass};
+pub use archive::{ArchiveRequest, ArchiveRun, ArchiveVerification, Archived, ArchivedSession};
 pub use audit::{
     audit_leaf, chain_hash, ocsf_event, verify_consistency, verify_inclusion, verify_receipt,
     AuditQuery, ChainProblem, Checkpoint, CheckpointOptions, CheckpointVerification, Finding,

@@ -504,15 +504,6 @@ fn an_outsider_rebuilds_every_row_and_the_checkpoint_root_from_the_json_rows_wit
     let signed = f.ledger.checkpoint(&key, None, "auditor")?;
     more(&f, 2);
 
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/audit.md"))?;
-    let open = "```python audit-leaves\n";
-    let start = doc
-        .find(open)
-        .ok_or("docs/audit.md has no audit-leaves program")?
-        + open.len();
-    let program = &doc[start..start + doc[start..].find("```").ok_or("a closing fence")?];
-    let script = f.dir.path().join("audit_leaves.py");
-    std::fs::write(&script, program)?;
     let rows = std::process::Command::new(env!("CARGO_BIN_EXE_session-ledger"))
         .args(["--db", &f.target(), "--json-lines", "audit"])
         .output()?;
@@ -521,21 +512,7 @@ fn an_outsider_rebuilds_every_row_and_the_checkpoint_root_from_the_json_rows_wit
         "{}",
         String::from_utf8_lossy(&rows.stderr)
     );
-    let mut python = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(signed.checkpoint.size.to_string())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    std::io::Write::write_all(&mut python.stdin.take().ok_or("stdin")?, &rows.stdout)?;
-    let out = python.wait_with_output()?;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed = String::from_utf8(out.stdout)?;
+    let printed = common::audit_leaves(f.dir.path(), &rows.stdout, signed.checkpoint.size)?;
 
     let entries = f.ledger.audit_after(0, 10_000)?;
     let mut expected: Vec<String> = entries

@@ -596,7 +596,7 @@ fn an_older_ledger_with_a_broken_reference_is_refused_before_it_is_upgraded() ->
 }
 
 #[test]
-fn the_schema_is_built_by_its_fourteen_migrations_in_order() -> TestResult {
+fn the_schema_is_built_by_its_fifteen_migrations_in_order() -> TestResult {
     let f = Fixture::new();
     let conn = f.sql();
     let mut stmt =
@@ -619,12 +619,13 @@ fn the_schema_is_built_by_its_fourteen_migrations_in_order() -> TestResult {
         "decision_records",
         "ledger_options",
         "canonical_audit_detail",
+        "archives",
     ];
     let expected: Vec<(i64, String)> = (1..)
         .zip(expected.iter().map(|n| (*n).to_owned()))
         .collect();
     assert_eq!(history, expected);
-    assert_eq!(session_ledger::schema_version(), 14);
+    assert_eq!(session_ledger::schema_version(), 15);
     Ok(())
 }
 

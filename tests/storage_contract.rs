@@ -1017,6 +1017,129 @@ fn with_foreign_keys_on_no_row_can_name_a_session_epoch_or_kind_that_does_not_ex
 /// C41: the next row of the chain, its hash right for its fields, is refused when its detail is
 /// not in the one JSON form the library writes (and Python's `json.dumps(..., ensure_ascii=False,
 /// separators=(",", ":"), sort_keys=True)` writes), and accepted when it is, escapes and all.
+/// C42 and the items it changes (C3, C9, C19, C36 to C39): a row leaves the live ledger only
+/// behind an archive row that the database checked against a signed checkpoint and the chain,
+/// and only up to its boundary; a session only once its compact row is written, and its id is
+/// never used again.
+fn rows_leave_only_into_an_archive_and_only_up_to_its_boundary(engine: Engine) -> TestResult {
+    let f = fixture!(engine);
+    f.build("done > done-1; live > live-1");
+    f.ledger.state("done-1")?;
+    f.ledger.end("done-1", "test")?;
+    f.ledger.end("done", "test")?;
+    let key = session_ledger::SignerKey::generate("example.org/ledger")?;
+    let signed = f.ledger.checkpoint(&key, None, "test")?;
+    let size = signed.checkpoint.size;
+    f.ledger.create_root("after", "test")?;
+    let hash_at = |seq: u64| -> String {
+        f.query(&format!("SELECT hash FROM audit WHERE seq = {seq}"))[0][0]
+            .clone()
+            .expect("a hash")
+    };
+    let (boundary_hash, other_hash) = (hash_at(size), hash_at(size - 1));
+    let archive = |number: i64, trail: u64, hash: &str| {
+        format!(
+            "INSERT INTO archives (archive, file, sha256, trail_size, trail_hash, trees, sessions,
+                                   made_at, made_by)
+             VALUES ({number}, 'a.db', '{}', {trail}, '{hash}', 1, 2, '{LATER}', 'x')",
+            "0".repeat(64)
+        )
+    };
+    let mut shell = f.shell();
+    let nothing_yet = [
+        "DELETE FROM audit WHERE seq = 1".to_owned(),
+        "DELETE FROM audit_tree WHERE level = 0 AND idx = 0".to_owned(),
+        "DELETE FROM labels WHERE session_id = 'done-1'".to_owned(),
+        "DELETE FROM sessions WHERE id = 'done-1'".to_owned(),
+    ];
+    for sql in &nothing_yet {
+        refused(&mut shell, sql, &["session-ledger:"]);
+    }
+    // An archive row: only at a checkpoint's size, with its row's hash, numbered in order.
+    refused(
+        &mut shell,
+        &archive(1, size - 1, &other_hash),
+        &["session-ledger: an archive"],
+    );
+    refused(
+        &mut shell,
+        &archive(1, size, &other_hash),
+        &["session-ledger: an archive"],
+    );
+    refused(
+        &mut shell,
+        &archive(2, size, &boundary_hash),
+        &["session-ledger: an archive"],
+    );
+    // Only an ended session is archived.
+    refused(
+        &mut shell,
+        &format!(
+            "{}; INSERT INTO archived_sessions (id, tree, archive) VALUES ('live-1', 'live', 1)",
+            archive(1, size, &boundary_hash)
+        ),
+        &["session-ledger: only a session that has ended"],
+    );
+    let made = archive(1, size, &boundary_hash);
+    accepted(&mut shell, &made);
+    // Behind it: the trail up to the boundary, never a row past it.
+    accepted(
+        &mut shell,
+        &format!("{made}; DELETE FROM audit WHERE seq <= {size}"),
+    );
+    refused(
+        &mut shell,
+        &format!("{made}; DELETE FROM audit WHERE seq = {}", size + 2),
+        &["session-ledger: the audit trail is append-only"],
+    );
+    // The tree's nodes behind its frontier only: leaf 0 when its parent lies within it.
+    let frontier_level = u64::BITS - 1 - size.leading_zeros();
+    refused(
+        &mut shell,
+        &format!("{made}; DELETE FROM audit_tree WHERE level = {frontier_level} AND idx = 0"),
+        &["session-ledger: the audit tree is append-only"],
+    );
+    if size >= 2 {
+        accepted(
+            &mut shell,
+            &format!("{made}; DELETE FROM audit_tree WHERE level = 0 AND idx = 0"),
+        );
+    }
+    // A session and its label leave only with their compact row, and the id stays taken.
+    refused(
+        &mut shell,
+        &format!("{made}; DELETE FROM labels WHERE session_id = 'done-1'"),
+        &["session-ledger: labels are never deleted"],
+    );
+    let moved = format!(
+        "{made}; INSERT INTO archived_sessions (id, tree, archive) VALUES ('done-1', 'done', 1);
+         DELETE FROM labels WHERE session_id = 'done-1'; DELETE FROM sessions WHERE id = 'done-1'"
+    );
+    accepted(&mut shell, &moved);
+    refused(
+        &mut shell,
+        &format!(
+            "{moved}; INSERT INTO sessions (id, created_by, depth, origin, created_at)
+                      VALUES ('done-1', NULL, 0, 'root', '{LATER}')"
+        ),
+        &["session-ledger: session ids are never reused"],
+    );
+    // And what records the move is history.
+    for change in [
+        "UPDATE archives SET file = 'b.db'",
+        "DELETE FROM archives",
+        "UPDATE archived_sessions SET tree = 'x'",
+        "DELETE FROM archived_sessions",
+    ] {
+        refused(
+            &mut shell,
+            &format!("{moved}; {change}"),
+            &["session-ledger: archive"],
+        );
+    }
+    Ok(())
+}
+
 fn an_audit_detail_outside_its_one_json_form_is_refused(engine: Engine) -> TestResult {
     let f = fixture!(engine);
     f.build("root > a");
@@ -2095,8 +2218,10 @@ mod postgres_only {
                 AND t.table_name <> 'refinery_schema_history'
                 AND (c.data_type LIKE '%time%' OR c.data_type = 'date'
                      OR c.column_name LIKE '%\\_at')
-                -- checkpoints.signed_at is not a time the chain hashes: its CHECKs are C37's.
+                -- checkpoints.signed_at and archives.made_at are no times the chain hashes:
+                -- their CHECKs are C37's and C42's.
                 AND (t.table_name, c.column_name) <> ('checkpoints', 'signed_at')
+                AND (t.table_name, c.column_name) <> ('archives', 'made_at')
               ORDER BY 1",
         );
         let mut expected: Vec<Vec<Option<String>>> = columns
@@ -2147,6 +2272,7 @@ engine_tests! {
     audit_kinds_cannot_be_changed_or_removed_by_hand,
     the_audit_time_order_row_cannot_be_added_changed_or_removed_by_hand,
     an_audit_detail_outside_its_one_json_form_is_refused,
+    rows_leave_only_into_an_archive_and_only_up_to_its_boundary,
     every_enum_column_refuses_a_word_outside_its_set,
     every_time_column_refuses_a_time_of_another_form,
     with_foreign_keys_on_no_row_can_name_a_session_epoch_or_kind_that_does_not_exist,
@@ -2362,6 +2488,15 @@ fn a_version_8_ledger_upgrades_to_triggers_that_name_their_items_and_keeps_every
         "audit_kinds: [Text(\"ledger.option\"), Text(\"an operator set an option of the ledger; \
          detail: {\\\"option\\\", \\\"value\\\", \\\"was\\\"}: its name, 'on' or 'off', and what it \
          was\")]"
+            .to_owned(),
+    );
+    // Version 15 adds one kind, for archives, and no other row.
+    expected.push(
+        "audit_kinds: [Text(\"archive.make\"), Text(\"ended trees and the trail up to a signed \
+         checkpoint were written to an archive file, which verified, and now leave the live \
+         ledger; detail: {\\\"archive\\\", \\\"file\\\", \\\"sha256\\\", \\\"trail_size\\\", \\\"trees\\\", \
+         \\\"sessions\\\"}: its number, the file as named, the SHA-256 of its bytes, the boundary, \
+         and how many trees and sessions it took (docs/operations.md, \\\"Archiving\\\")\")]"
             .to_owned(),
     );
     expected.sort();
@@ -2621,9 +2756,9 @@ fn is_identifier(s: &str) -> bool {
 
 #[test]
 fn every_contract_item_names_its_rule_its_enforcement_and_its_tests() -> TestResult {
-    const RULES: [&str; 23] = [
+    const RULES: [&str; 24] = [
         "L1", "L2", "L3", "L4", "L5", "P1", "P2", "P3", "P4", "P5", "R1", "R2", "R3", "R4", "S1",
-        "S2", "A1", "A2", "A3", "A4", "A5", "D1", "D2",
+        "S2", "A1", "A2", "A3", "A4", "A5", "D1", "D2", "K1",
     ];
     let items = contract_items();
     let mut problems = Vec::new();

@@ -29,6 +29,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "options",
             "audit",
             "copy",
+            "archive",
+            "files",
             "patterns",
             "commands",
         ],

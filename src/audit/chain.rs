@@ -9,7 +9,7 @@ use serde::Serialize;
 use sha3::{Digest, Sha3_256};
 
 use crate::error::Result;
-use crate::model::{AuditHead, GENESIS_HASH};
+use crate::model::AuditHead;
 use crate::storage::{ChainRow, Read};
 
 /// The hash of an audit row, as 64 lower-case hex digits:
@@ -126,6 +126,9 @@ pub enum ChainProblem {
     Truncated,
     /// The saved head's row exists but has another hash.
     HeadMismatch,
+    /// The saved head's row is before the live trail's anchor: it left with an archive, and is
+    /// checked against that archive (`verify --archive`), not here.
+    Archived,
     /// The row's time is before its predecessor's. The library never writes such a row, and
     /// from schema version 8 on the schema refuses one, so it was written with the schema's
     /// triggers dropped. (Rows written before version 8 are not checked for this where they
@@ -143,6 +146,10 @@ impl fmt::Display for ChainProblem {
                 "the saved head is past the end of the trail (rows removed from the end)"
             }
             ChainProblem::HeadMismatch => "its hash differs from the saved head's",
+            ChainProblem::Archived => {
+                "the saved head's row is in an archive, before the live trail's anchor: check it \
+                 against that archive (verify --archive)"
+            }
             ChainProblem::TimeGoesBack => "its time is before the previous row's",
         })
     }
@@ -191,12 +198,13 @@ struct Walk {
 }
 
 impl Walk {
-    /// A walk from the first row, whose predecessor is the genesis.
-    fn from_genesis(ordered_from: i64) -> Walk {
+    /// A walk from the row after `anchor`: the genesis (seq 0), or the boundary of the newest
+    /// archive, whose row left with it.
+    fn from_anchor(ordered_from: i64, anchor: AuditHead) -> Walk {
         Walk {
             ordered_from,
-            next_seq: 1,
-            prev_hash: GENESIS_HASH.to_owned(),
+            next_seq: anchor.seq + 1,
+            prev_hash: anchor.hash,
             prev_at: None,
             rows: 0,
             first: None,
@@ -262,9 +270,17 @@ impl Walk {
 /// checks that the saved head is still there. Run it inside one read transaction, so that its
 /// statements see one state of the trail.
 pub(crate) fn verify(r: &mut dyn Read, saved: Option<&AuditHead>) -> Result<Verification> {
-    let mut walk = Walk::from_genesis(super::ordered_from(r)?);
+    let anchor = anchor(r)?;
+    let mut walk = Walk::from_anchor(super::ordered_from(r)?, anchor.clone());
     let mut saved_hash: Option<String> = None;
-    r.audit_walk(i64::MIN, i64::MAX, &mut |row| {
+    if let Some(saved) = saved.filter(|saved| saved.seq <= anchor.seq) {
+        if saved.seq < anchor.seq {
+            walk.found(saved.seq, Some(ChainProblem::Archived));
+        } else {
+            saved_hash = Some(anchor.hash.clone());
+        }
+    }
+    r.audit_walk(anchor.seq + 1, i64::MAX, &mut |row| {
         if saved.is_some_and(|h| h.seq == row.seq) {
             saved_hash = Some(row.hash.clone());
         }
@@ -273,10 +289,6 @@ pub(crate) fn verify(r: &mut dyn Read, saved: Option<&AuditHead>) -> Result<Veri
     })?;
     if walk.first.is_none() {
         if let Some(saved) = saved {
-            if saved.seq == 0 {
-                // The empty trail's head: the genesis hash.
-                saved_hash = Some(GENESIS_HASH.to_owned());
-            }
             let problem = match saved_hash {
                 None => Some(ChainProblem::Truncated),
                 Some(hash) if hash != saved.hash => Some(ChainProblem::HeadMismatch),
@@ -292,10 +304,11 @@ pub(crate) fn verify(r: &mut dyn Read, saved: Option<&AuditHead>) -> Result<Veri
 /// the chain from it to the newest row: it reads the rows from the saved head's seq on, by the
 /// trail's key, and none before. The saved head of an empty trail (seq 0) walks the whole trail.
 pub(crate) fn verify_from(r: &mut dyn Read, saved: &AuditHead) -> Result<Verification> {
-    if saved.seq <= 0 {
+    let anchor = anchor(r)?;
+    if saved.seq <= anchor.seq {
         return verify(r, Some(saved));
     }
-    let mut walk = Walk::from_genesis(super::ordered_from(r)?);
+    let mut walk = Walk::from_anchor(super::ordered_from(r)?, AuditHead::genesis());
     let mut started = false;
     r.audit_walk(saved.seq, i64::MAX, &mut |row| {
         if started {
@@ -330,4 +343,16 @@ pub(crate) fn verify_from(r: &mut dyn Read, saved: &AuditHead) -> Result<Verific
         });
     }
     Ok(walk.finish())
+}
+
+/// Where the live trail starts: the boundary of the newest archive (its last row's seq and
+/// hash), or the genesis when nothing was archived. Rows up to it may be gone.
+pub(crate) fn anchor(r: &mut dyn Read) -> Result<AuditHead> {
+    Ok(match r.last_archive()? {
+        Some(archive) => AuditHead {
+            seq: i64::try_from(archive.trail_size).unwrap_or(i64::MAX),
+            hash: archive.trail_hash,
+        },
+        None => AuditHead::genesis(),
+    })
 }

@@ -38,6 +38,7 @@ fn class_of(kind: AuditKind) -> (u32, u32, u32, &'static str) {
         AuditKind::LabelInherit | AuditKind::LabelRaise => (3004, 3, 3, "Update"),
         AuditKind::CheckpointSign | AuditKind::DecisionsIntegrate => (3004, 3, 1, "Create"),
         AuditKind::LedgerOption => (3004, 3, 3, "Update"),
+        AuditKind::ArchiveMake => (3004, 3, 5, "Move"),
         AuditKind::EpochStart => (6002, 6, 3, "Start"),
     }
 }
@@ -130,6 +131,15 @@ pub fn ocsf_event(entry: &AuditEntry) -> Value {
                     entry.detail.get("count").map(ToString::to_string).unwrap_or_default()
                 ),
                 "name": "decisions",
+                "data": entry.detail,
+            }
+        }),
+        3004 if entry.kind == AuditKind::ArchiveMake => json!({
+            // An archive: ended trees and the trail up to its boundary moved to its file.
+            "entity": {
+                "type": "archive",
+                "uid": entry.detail.get("archive").map(ToString::to_string).unwrap_or_default(),
+                "name": entry.detail.get("file").and_then(Value::as_str).unwrap_or(""),
                 "data": entry.detail,
             }
         }),

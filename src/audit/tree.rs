@@ -17,7 +17,7 @@ use super::checkpoint::{check_name, Checkpoint, SignedCheckpoint, SignerKey};
 use super::merkle::{self, frontier, Builder, Coord, Hash, Nodes};
 use crate::clock::format_ts;
 use crate::error::{Corruption, Result};
-use crate::model::{AuditEntry, AuditKind, GENESIS_HASH};
+use crate::model::{AuditEntry, AuditKind};
 use crate::storage::{ChainRow, CheckpointRow, Read, TreeNode, Write};
 
 /// How many rows one step of a walk over the trail reads before it works on them: bounded
@@ -121,6 +121,7 @@ impl<'r> View<'r> {
     /// The tree of the first `size` rows: reads the stored frontier and the rows past the
     /// stored tree, up to `size`.
     pub(crate) fn at(r: &'r mut dyn Read, size: u64) -> Result<View<'r>> {
+        refuse_archived(r, size)?;
         let stored_size = r.tree_size()?.min(size);
         let frontier_nodes = stored(r, &frontier(stored_size))?;
         let mut builder = Builder::resume(stored_size, frontier_nodes);
@@ -191,8 +192,10 @@ pub(crate) fn integrate(tx: &mut dyn Write, size: u64) -> Result<()> {
     }
     let frontier_nodes = stored(tx.read(), &frontier(stored_size))?;
     let mut builder = Builder::resume(stored_size, frontier_nodes);
-    let mut prev_hash = if stored_size == 0 {
-        GENESIS_HASH.to_owned()
+    let anchor = super::chain::anchor(tx.read())?;
+    let mut prev_hash = if stored_size == u64::try_from(anchor.seq).unwrap_or(0) {
+        // The genesis, or an archive's boundary, whose row and leaf may have left with it.
+        anchor.hash
     } else {
         let anchor = rows(tx.read(), stored_size as i64, stored_size as i64 + 1)?;
         let row = anchor.first().ok_or_else(|| {
@@ -315,7 +318,10 @@ pub(crate) fn recompute(
     limit: usize,
 ) -> Result<Recomputed> {
     let stored_size = r.tree_size()?;
-    let mut builder = Builder::default();
+    // From the live trail's anchor: the frontier stored there is what the rows before it
+    // left behind, and the checkpoints signed over it hold it to its root.
+    let anchor = u64::try_from(super::chain::anchor(r)?.seq).unwrap_or(0);
+    let mut builder = Builder::resume(anchor, stored(r, &frontier(anchor))?);
     let mut out = Recomputed {
         problems: Vec::new(),
         mismatches: 0,
@@ -324,10 +330,10 @@ pub(crate) fn recompute(
         roots: HashMap::new(),
         root: merkle::empty_root(),
     };
-    if roots_at.contains(&0) {
-        out.roots.insert(0, merkle::empty_root());
+    if roots_at.contains(&anchor) {
+        out.roots.insert(anchor, builder.root());
     }
-    let mut from = 1i64;
+    let mut from = anchor as i64 + 1;
     while (from as u64) <= size {
         let to = (from + CHUNK).min(size as i64 + 1);
         let mut computed: Vec<(Coord, Hash)> = Vec::new();
@@ -384,6 +390,23 @@ pub(crate) fn recompute(
     }
     out.root = builder.root();
     Ok(out)
+}
+
+/// An error for a tree of `size` rows when rows up to a larger size left with an archive:
+/// the nodes it needs left with them.
+pub(crate) fn refuse_archived(r: &mut dyn Read, size: u64) -> Result<()> {
+    if let Some(archive) = r.last_archive()? {
+        if size < archive.trail_size {
+            return Err(crate::error::Conflict::Archived(format!(
+                "the audit trail's rows 1 to {} are archived (the newest archive, number {}, \
+                 is {}): a proof that reaches into them comes from the archives, not the live \
+                 ledger (verify --archive)",
+                archive.trail_size, archive.archive, archive.file
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// The whole tree checked against the rows (part of `check`): every stored node, and every

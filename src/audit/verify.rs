@@ -147,14 +147,29 @@ pub(crate) fn verify_checkpoint(
         ));
         return Ok(out);
     }
+    let anchor = chain::anchor(r)?;
+    let live_from = u64::try_from(anchor.seq).unwrap_or(0);
+    if c.size < live_from {
+        out.findings.push(finding(
+            "rows",
+            format!("rows 1 to {}", c.size),
+            Some("archived"),
+            format!(
+                "the checkpoint covers {} rows, and rows 1 to {live_from} left with an archive: \
+                 verify it against the archive that holds row {} (verify --archive)",
+                c.size, c.size
+            ),
+        ));
+        return Ok(out);
+    }
     if options.fast {
-        fast(r, &c, &head, &mut out)?;
+        fast(r, &c, &head, &anchor, &mut out)?;
     } else {
-        full(r, &c, &head, &mut out)?;
+        full(r, &c, &head, live_from, &mut out)?;
     }
     // What the trail's rows commit to beyond themselves (the decision records): a fast run
-    // checks what was added after the checkpoint, a full run all of it.
-    let after = if options.fast { c.size } else { 0 };
+    // checks what was added after the checkpoint, a full run all the live trail holds.
+    let after = if options.fast { c.size } else { live_from };
     out.findings.push(beyond(
         r,
         i64::try_from(after).unwrap_or(i64::MAX),
@@ -291,15 +306,18 @@ fn full(
     r: &mut dyn Read,
     c: &Checkpoint,
     head: &AuditHead,
+    live_from: u64,
     out: &mut CheckpointVerification,
 ) -> Result<()> {
     let rows_now = u64::try_from(head.seq).unwrap_or(0);
     let recomputed = tree::recompute(r, rows_now, &[c.size], 20)?;
+    // With an archive, the rows from its boundary on, hashed onto its frontier.
+    let first = live_from + 1;
     let rewritten = recomputed.roots.get(&c.size) != Some(&c.root);
     out.findings.push(if rewritten {
         finding(
             "rows",
-            format!("rows 1 to {}", c.size),
+            format!("rows {first} to {}", c.size),
             Some("rewritten"),
             format!(
                 "the rows no longer hash to the checkpoint's root ({}): a row was changed, \
@@ -315,7 +333,7 @@ fn full(
     } else {
         finding(
             "rows",
-            format!("rows 1 to {}", c.size),
+            format!("rows {first} to {}", c.size),
             None,
             "every row hashes to the checkpoint's root".to_owned(),
         )
@@ -335,7 +353,7 @@ fn full(
     if recomputed.problems.is_empty() {
         out.findings.push(finding(
             "tree",
-            format!("rows 1 to {rows_now}"),
+            format!("rows {first} to {rows_now}"),
             None,
             "every stored tree node matches the rows".to_owned(),
         ));
@@ -344,7 +362,12 @@ fn full(
     let root_now = recomputed.root;
     out.findings
         .push(consistency(&mut view, c, rows_now, &root_now)?);
-    chain_finding(chain::verify(r, None)?, "rows 1 to", rows_now, out);
+    chain_finding(
+        chain::verify(r, None)?,
+        &format!("rows {first} to"),
+        rows_now,
+        out,
+    );
     Ok(())
 }
 
@@ -355,6 +378,7 @@ fn fast(
     r: &mut dyn Read,
     c: &Checkpoint,
     head: &AuditHead,
+    live_anchor: &AuditHead,
     out: &mut CheckpointVerification,
 ) -> Result<()> {
     let rows_now = u64::try_from(head.seq).unwrap_or(0);
@@ -397,8 +421,9 @@ fn fast(
             "the stored leaves of the rows since the checkpoint match them".to_owned(),
         ),
     });
-    let anchor = if c.size == 0 {
-        AuditHead::genesis()
+    let anchor = if c.size as i64 == live_anchor.seq {
+        // The genesis, or an archive's boundary, whose row left with it.
+        live_anchor.clone()
     } else {
         let row = rows(r, c.size as i64, c.size as i64 + 1)?;
         AuditHead {

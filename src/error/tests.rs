@@ -57,6 +57,15 @@ fn one_of_each() -> Vec<Error> {
             why: "it waits to be integrated".into(),
         }
         .into(),
+        Conflict::SessionArchived {
+            id: "worker-1".into(),
+            archive: 3,
+            file: "/var/archives/ledger-2026-11.db".into(),
+            made_at: "2026-12-01T00:00:00.000Z".into(),
+        }
+        .into(),
+        Conflict::Archived("rows 1 to 40 are archived".into()).into(),
+        Conflict::NotArchivable("a session still runs".into()).into(),
         CreationRefused::DepthLimit {
             child: "deep".into(),
             depth: 65,
@@ -84,6 +93,7 @@ fn one_of_each() -> Vec<Error> {
         }
         .into(),
         StorageError::ReadOnly(Location::File("ledger.db".into())).into(),
+        StorageError::IsArchive(Location::File("archive-1.db".into())).into(),
         Error::from(std::io::Error::other("disk on fire")),
         StorageError::Standby(Location::Server("postgresql://app@db2:5432/ledger".into())).into(),
         StorageError::Unavailable {
@@ -146,6 +156,9 @@ fn one_of_each() -> Vec<Error> {
                 Conflict::NoCheckpoint => 27,
                 Conflict::NotInCheckpoint { .. } => 28,
                 Conflict::NotCovered { .. } => 29,
+                Conflict::SessionArchived { .. } => 33,
+                Conflict::Archived(_) => 34,
+                Conflict::NotArchivable(_) => 35,
             },
             Error::Refused(e) => match e {
                 CreationRefused::DepthLimit { .. } => 30,
@@ -157,6 +170,7 @@ fn one_of_each() -> Vec<Error> {
                 StorageError::NotALedger(_) => 41,
                 StorageError::SchemaTooNew { .. } => 42,
                 StorageError::ReadOnly(_) => 43,
+                StorageError::IsArchive(_) => 51,
                 StorageError::Engine(_) => 44,
                 StorageError::Standby(_) => 45,
                 StorageError::Unavailable { .. } => 46,
@@ -168,7 +182,7 @@ fn one_of_each() -> Vec<Error> {
         };
         variants.insert(variant);
     }
-    assert_eq!(variants.len(), 41, "a variant has no sample in one_of_each");
+    assert_eq!(variants.len(), 45, "a variant has no sample in one_of_each");
     samples
 }
 

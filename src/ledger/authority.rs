@@ -173,7 +173,8 @@ impl Ledger {
     pub fn authority(&self, id: &str) -> Result<Authority> {
         let id = Id::parse(id)?;
         let now = self.wall_clock();
-        self.storage.snapshot(|r| authority::authority(r, id, now))
+        let found = self.storage.snapshot(|r| authority::authority(r, id, now));
+        self.archived_or(found)
     }
 
     /// Starts a new posture epoch (rule P5): a single embedding backend calls this when it boots;
@@ -455,6 +456,7 @@ impl Ledger {
     pub fn explain(&self, id: &str) -> Result<Explanation> {
         let id = Id::parse(id)?;
         let now = self.wall_clock();
-        self.storage.snapshot(|r| decisions::explain(r, id, now))
+        let found = self.storage.snapshot(|r| decisions::explain(r, id, now));
+        self.archived_or(found)
     }
 }

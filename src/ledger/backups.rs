@@ -7,9 +7,7 @@
 //! verified, and never writes over a file that is there: what a killed step leaves is a
 //! `.partial-PID-N` file, which is no backup and says so by its name.
 
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
@@ -17,6 +15,7 @@ use crate::audit::checkpoint::VerifierKey;
 use crate::audit::{CheckpointOptions, CheckpointVerification, Verification};
 use crate::config::Config;
 use crate::error::{Corruption, InputError, Result};
+use crate::files::{discard, partial_beside, publish, refuse_existing};
 use crate::model::{AuditHead, CheckReport};
 
 use super::Ledger;
@@ -193,33 +192,6 @@ impl Ledger {
     }
 }
 
-/// The name a copy for `dest` is written under until it is whole and checked, after refusing a
-/// `dest` that exists (saying `why`) or that names no file: `NAME.partial-PID-N`, N counting
-/// this process's copies, so that two at once never share one. A file already there by that
-/// name (a killed process's, whose id was reused) is not touched: the copy then fails.
-fn partial_beside(dest: &Path, why: &str) -> Result<PathBuf> {
-    static COPIES: AtomicU64 = AtomicU64::new(0);
-    refuse_existing(dest, why)?;
-    let Some(name) = dest.file_name() else {
-        return Err(InputError::InvalidConfig(format!("{} names no file", dest.display())).into());
-    };
-    let mut partial = name.to_owned();
-    partial.push(format!(
-        ".partial-{}-{}",
-        std::process::id(),
-        COPIES.fetch_add(1, Ordering::Relaxed)
-    ));
-    Ok(dest.with_file_name(partial))
-}
-
-/// `InvalidConfig` when `path` exists (or cannot be looked at).
-fn refuse_existing(path: &Path, why: &str) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        _ => Err(InputError::InvalidConfig(format!("{} exists: {why}", path.display())).into()),
-    }
-}
-
 /// The copy at `path` checked on its own, read-only: its head, its trail verified from the
 /// first row, and the whole-ledger check.
 fn checked(path: &Path) -> Result<(AuditHead, Verification, CheckReport)> {
@@ -230,34 +202,4 @@ fn checked(path: &Path) -> Result<(AuditHead, Verification, CheckReport)> {
 /// The head of the ledger at `path`, read-only.
 fn checked_head(path: &Path) -> Result<AuditHead> {
     Ledger::open_with(path, Config::default().read_only(true))?.audit_head()
-}
-
-/// Gives the whole, checked file `partial` the name `dest`, unless that name was taken
-/// meanwhile, and syncs the folder so that the name survives a crash.
-fn publish(partial: &Path, dest: &Path, why: &str) -> Result<()> {
-    match std::fs::hard_link(partial, dest) {
-        Ok(()) => discard(partial),
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            discard(partial);
-            return refuse_existing(dest, why);
-        }
-        // A file system without hard links: a rename, which the check before it leaves only
-        // a moment to race.
-        Err(_) => {
-            if let Err(e) = refuse_existing(dest, why) {
-                discard(partial);
-                return Err(e);
-            }
-            std::fs::rename(partial, dest)?;
-        }
-    }
-    if let Some(folder) = dest.parent().filter(|f| !f.as_os_str().is_empty()) {
-        std::fs::File::open(folder)?.sync_all()?;
-    }
-    Ok(())
-}
-
-/// Removes `path` if it is there; what cannot be removed is left, as no backup by its name.
-fn discard(path: &Path) {
-    let _ = std::fs::remove_file(path);
 }

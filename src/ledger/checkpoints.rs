@@ -77,8 +77,9 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// `NotInCheckpoint` when `old` is larger than `new` or `new` than the trail;
-    /// `Corruption` for a stored tree that lost a node.
+    /// `NotInCheckpoint` when `old` is larger than `new` or `new` than the trail; `Archived`
+    /// when `old` is below the newest archive's boundary (the nodes it needs left with the
+    /// archives); `Corruption` for a stored tree that lost a node.
     pub fn consistency_proof(&self, old: u64, new: Option<u64>) -> Result<ConsistencyProof> {
         self.storage.snapshot(|r| {
             let rows = u64::try_from(r.audit_head()?.seq).unwrap_or(0);
@@ -90,6 +91,8 @@ impl Ledger {
                 }
                 .into());
             }
+            // A proof from a size within an archive needs nodes that left with it.
+            tree::refuse_archived(r, old)?;
             let mut view = View::at(r, new)?;
             let new_root = view.root();
             let old_root = crate::audit::merkle::root(&mut view, old)?;
@@ -200,7 +203,8 @@ impl Ledger {
     ///
     /// `InvalidNote` for a checkpoint that does not parse; `NoCheckpoint` when none is given
     /// and none was signed; `NotInCheckpoint` for a row the checkpoint does not cover;
-    /// `Corruption` when the trail no longer matches the checkpoint (verify it).
+    /// `Archived` for a row that left with an archive; `Corruption` when the trail no longer
+    /// matches the checkpoint (verify it).
     pub fn prove(&self, seq: i64, checkpoint: Option<&str>) -> Result<Receipt> {
         let given = checkpoint.map(SignedCheckpoint::parse).transpose()?;
         self.storage.snapshot(|r| {
@@ -215,6 +219,8 @@ impl Ledger {
             if seq < 1 || seq as u64 > size {
                 return Err(Conflict::NotInCheckpoint { seq, size }.into());
             }
+            // A row that left with an archive is proved from the archive.
+            tree::refuse_archived(r, seq as u64 - 1)?;
             let row = tree::rows(r, seq, seq + 1)?
                 .pop()
                 .ok_or(Conflict::NotInCheckpoint { seq, size })?;

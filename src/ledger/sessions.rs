@@ -21,7 +21,8 @@ impl Ledger {
     pub fn create_root(&self, id: &str, actor: &str) -> Result<Session> {
         let id = validate_new_id(id)?;
         validate_actor(actor)?;
-        self.write(|tx, now| sessions::create_root(tx, id, actor, now))
+        let created = self.write(|tx, now| sessions::create_root(tx, id, actor, now));
+        self.new_id_or_archived(id, created)
     }
 
     /// Records a session created by the live session `creator` (a spawned id seen for the
@@ -37,9 +38,9 @@ impl Ledger {
         let (id, creator) = (validate_new_id(id)?, Id::parse(creator)?);
         validate_actor(actor)?;
         let bounds = Bounds::from(&self.config);
-        match self
-            .write(|tx, now| sessions::create_child(tx, id, creator, actor, &bounds, None, now))?
-        {
+        let created = self
+            .write(|tx, now| sessions::create_child(tx, id, creator, actor, &bounds, None, now));
+        match self.new_id_or_archived(id, created)? {
             CreateOutcome::Created(created) => Ok(created),
             CreateOutcome::Refused(refusal) => Err(refusal.into()),
         }
@@ -72,9 +73,10 @@ impl Ledger {
         }
         let bounds = Bounds::from(&self.config);
         let withheld = Some(why);
-        match self.write(|tx, now| {
+        let created = self.write(|tx, now| {
             sessions::create_child(tx, id, creator, actor, &bounds, withheld, now)
-        })? {
+        });
+        match self.new_id_or_archived(id, created)? {
             CreateOutcome::Created(created) => Ok(created),
             CreateOutcome::Refused(refusal) => Err(refusal.into()),
         }
@@ -110,6 +112,7 @@ impl Ledger {
         if let Some(stored) = self.storage.read(|r| labels::stored_state(r, id))? {
             return Ok(stored);
         }
+        self.refuse_archived(id)?;
         if self.storage.is_read_only() {
             let now = self.wall_clock();
             return self
@@ -179,10 +182,11 @@ impl Ledger {
     /// `InvalidId`; `UnknownSession` when `id` is not recorded.
     pub fn ancestors(&self, id: &str) -> Result<Vec<Session>> {
         let id = Id::parse(id)?;
-        self.storage.snapshot(|r| {
+        let found = self.storage.snapshot(|r| {
             sessions::require(r, id)?;
             r.ancestors(id)
-        })
+        });
+        self.archived_or(found)
     }
 
     /// The sessions `id` created or spawned (that the ledger has recorded), oldest first.
@@ -192,10 +196,11 @@ impl Ledger {
     /// `InvalidId`; `UnknownSession` when `id` is not recorded.
     pub fn children(&self, id: &str) -> Result<Vec<Session>> {
         let id = Id::parse(id)?;
-        self.storage.snapshot(|r| {
+        let found = self.storage.snapshot(|r| {
             sessions::require(r, id)?;
             r.children(id)
-        })
+        });
+        self.archived_or(found)
     }
 
     /// The subtree of `id` (itself and every descendant, created or spawned), depth-first,
@@ -206,7 +211,8 @@ impl Ledger {
     /// `InvalidId`; `UnknownSession` when `id` is not recorded.
     pub fn subtree(&self, id: &str) -> Result<Vec<TreeEntry>> {
         let id = Id::parse(id)?;
-        self.storage.read(|r| sessions::subtree(r, id))
+        let found = self.storage.read(|r| sessions::subtree(r, id));
+        self.archived_or(found)
     }
 
     /// The subtree of `id` for a tree view: each session depth-first, children oldest first,
@@ -221,8 +227,10 @@ impl Ledger {
     pub fn tree(&self, id: &str) -> Result<Vec<TreeNode>> {
         let id = Id::parse(id)?;
         let now = self.wall_clock();
-        self.storage
-            .snapshot(|r| sessions::tree(r, TreeTop::Session(id), now))
+        let found = self
+            .storage
+            .snapshot(|r| sessions::tree(r, TreeTop::Session(id), now));
+        self.archived_or(found)
     }
 
     /// Every session as a forest, as [`Ledger::tree`] gives one subtree: each root's subtree in

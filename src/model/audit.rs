@@ -87,6 +87,9 @@ audit_kinds! {
     DecisionsIntegrate = "decisions.integrate",
     /// An operator set an option of the ledger.
     LedgerOption = "ledger.option",
+    /// Ended trees and the trail up to a checkpoint were written to an archive file, which
+    /// verified, and leave the live ledger (rule K1).
+    ArchiveMake = "archive.make",
 }
 
 impl fmt::Display for AuditKind {

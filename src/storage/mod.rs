@@ -18,6 +18,7 @@
 //! This module knows no rule of the ledger (those are the concepts'), and no engine knows the
 //! handle that calls it.
 
+mod archives;
 mod audit;
 mod decisions;
 mod grants;
@@ -32,6 +33,10 @@ mod sqlite;
 mod transfer;
 mod tree;
 
+pub(crate) use archives::{
+    archive_header, create_archive_file, ArchiveFile, ArchiveHeader, ArchiveReads, ArchiveRow,
+    ArchiveWrites, ArchivedSession, Part,
+};
 pub(crate) use audit::{AuditFilter, AuditReads, AuditWrites, ChainRow, NewAuditRow};
 pub(crate) use decisions::{
     Append, Collected, DecisionFilter, DecisionReads, DecisionRow, DecisionWrites, NewDecision,
@@ -67,6 +72,7 @@ pub(crate) trait FileReads {
 /// Every read the concepts make, on a connection or inside a transaction.
 pub(crate) trait Read:
     SessionReads
+    + ArchiveReads
     + LevelReads
     + LabelReads
     + PostureReads
@@ -82,6 +88,7 @@ pub(crate) trait Read:
 
 impl<T> Read for T where
     T: SessionReads
+        + ArchiveReads
         + LevelReads
         + LabelReads
         + PostureReads
@@ -99,6 +106,7 @@ impl<T> Read for T where
 /// Every write the concepts make, inside one write transaction, and its reads.
 pub(crate) trait Write:
     SessionWrites
+    + ArchiveWrites
     + LabelWrites
     + PostureWrites
     + GrantWrites

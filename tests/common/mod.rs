@@ -552,3 +552,35 @@ pub fn verdict_word(verdict: session_ledger::Verdict) -> &'static str {
         session_ledger::Verdict::Ask => "ask",
     }
 }
+
+/// What docs/audit.md's `audit-leaves` program prints (each row's leaf, then the root at
+/// `size`) for the JSON rows `rows` (`--json-lines audit`), run with the system's `python3` in
+/// the folder `dir`.
+pub fn audit_leaves(
+    dir: &Path,
+    rows: &[u8],
+    size: u64,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/audit.md"))?;
+    let open = "```python audit-leaves\n";
+    let start = doc
+        .find(open)
+        .ok_or("docs/audit.md has no audit-leaves program")?
+        + open.len();
+    let program = &doc[start..start + doc[start..].find("```").ok_or("a closing fence")?];
+    let script = dir.join("audit_leaves.py");
+    std::fs::write(&script, program)?;
+    let mut python = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(size.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    std::io::Write::write_all(&mut python.stdin.take().ok_or("stdin")?, rows)?;
+    let out = python.wait_with_output()?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}

@@ -195,12 +195,27 @@ pub enum LedgerCommand {
             long,
             value_name = "FILE",
             requires = "verifier_key",
-            conflicts_with_all = ["head", "from"]
+            conflicts_with_all = ["head", "from", "archive"]
         )]
         checkpoint: Option<PathBuf>,
+        /// An archive file (`archive --to`): check it on its own (its trail from the boundary
+        /// it starts after against its signed checkpoint, its decision batches, integrity,
+        /// references, tree, and that every session in it had ended), then against the ledger
+        /// at --db (it records this file, and its newest checkpoint extends the archive's)
+        /// unless --alone; one line per check, then a summary.
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "verifier_key",
+            conflicts_with_all = ["head", "from"]
+        )]
+        archive: Option<PathBuf>,
+        /// With --archive: check the archive alone, opening no ledger at --db.
+        #[arg(long, requires = "archive")]
+        alone: bool,
         /// The verifier key of the checkpoint's signer: its text (NAME+KEYID+BASE64), or a file
         /// holding it.
-        #[arg(long, value_name = "KEY", requires = "checkpoint")]
+        #[arg(long, value_name = "KEY")]
         verifier_key: Option<String>,
         /// Keep the last checkpoint verified in FILE: a checkpoint smaller than it, forked
         /// from it or not provably its extension is refused; FILE moves on only on success.
@@ -244,6 +259,32 @@ pub enum LedgerCommand {
         /// The new file.
         #[arg(value_name = "DEST")]
         dest: PathBuf,
+    },
+    /// Archive what is over (docs/operations.md, "Archiving"): the trees whose every session
+    /// ended before --before, or the one tree --tree names, and the trail's rows up to the
+    /// newest checkpoint signed before --before, written to the new file --to, synced and
+    /// verified, then moved out of the live ledger in short batches (a run stopped half way is
+    /// finished by the next one); exit 0 when done, or when there is nothing to take
+    #[command(group(
+        clap::ArgGroup::new("what")
+            .required(true)
+            .multiple(true)
+            .args(["before", "tree"])
+    ))]
+    Archive {
+        /// The cut-off (RFC 3339, like 2026-11-30T00:00:00Z): trees that began and ended
+        /// before it, and the trail up to the newest checkpoint signed before it.
+        #[arg(long, value_name = "TIME")]
+        before: Option<String>,
+        /// One tree, by its root, once every session of it has ended.
+        #[arg(long, value_name = "ROOT")]
+        tree: Option<String>,
+        /// The new file the archive is written to.
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        /// Who is doing this.
+        #[arg(long, value_name = "NAME")]
+        actor: Option<String>,
     },
     /// Put a SQLite backup in the place --db names, where no ledger is: the backup is checked
     /// as `backup` checks a copy (and against --checkpoint, when given), and restored only when

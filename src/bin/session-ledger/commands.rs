@@ -4,6 +4,8 @@
 //! The dispatcher above them calls them; none calls the dispatcher or another group, and what
 //! two groups share lives in the context (tests/structure.rs holds them to this).
 
+/// Archives: `archive`, and `verify --archive`.
+pub mod archives;
 /// The ledger's trail: `audit` (its listing, `head`, `prove`, `export`, which also exports the
 /// decision log), `verify`, `check`, `backup`.
 pub mod audit;

@@ -146,10 +146,11 @@ fn open_for_reading_at(path: &Path) -> Result<Ledger, Error> {
     }
     match open_existing(path) {
         // Writable by its permissions, but SQLite could not write it (an immutable file, a
-        // read-only mount); or a PostgreSQL standby, which serves reads only.
-        Err(Error::Storage(StorageError::ReadOnly(_) | StorageError::Standby(_))) => {
-            Ledger::open_with(path, cli_config().read_only(true))
-        }
+        // read-only mount); a PostgreSQL standby, which serves reads only; or an archive, which
+        // is never written.
+        Err(Error::Storage(
+            StorageError::ReadOnly(_) | StorageError::Standby(_) | StorageError::IsArchive(_),
+        )) => Ledger::open_with(path, cli_config().read_only(true)),
         opened => opened,
     }
 }

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use crate::args::{AuditCommand, CheckpointCommand, LedgerCommand};
-use crate::commands::{audit, authority, checkpoints, decisions, sessions};
+use crate::commands::{archives, audit, authority, checkpoints, decisions, sessions};
 use crate::context::Context;
 use crate::error::CliError;
 use crate::render::{self, Format, Report};
@@ -97,6 +97,9 @@ pub fn ledger(
         Report::Verified { verification, .. } if !verification.ok => Err(CliError::Unverified),
         Report::Checked(check) if !check.ok => Err(CliError::CheckFailed),
         Report::BackedUp(backup) if !backup.ok => Err(CliError::CheckFailed),
+        Report::ArchiveVerified(verification) if !verification.ok => {
+            Err(CliError::ArchiveUnverified)
+        }
         Report::Restored(restored) if restored.checkpoint.as_ref().is_some_and(|c| !c.ok) => {
             Err(CliError::CheckpointUnverified)
         }
@@ -181,11 +184,28 @@ fn execute(ctx: &Context<'_>, command: &LedgerCommand) -> Result<Report, CliErro
             state.as_deref(),
             *fast,
         ),
+        LedgerCommand::Verify {
+            archive: Some(archive),
+            verifier_key,
+            alone,
+            ..
+        } => archives::verify(
+            ctx,
+            archive,
+            verifier_key.as_deref().unwrap_or_default(),
+            *alone,
+        ),
         LedgerCommand::Verify { head, from, .. } => {
             audit::verify(ctx, head.as_deref(), from.as_deref())
         }
         LedgerCommand::Check => audit::check(ctx),
         LedgerCommand::Backup { dest } => audit::backup(ctx, dest),
+        LedgerCommand::Archive {
+            before,
+            tree,
+            to,
+            actor,
+        } => archives::archive(ctx, before.as_deref(), tree.as_deref(), to, actor),
         LedgerCommand::Restore {
             backup,
             checkpoint,

@@ -23,6 +23,8 @@ pub enum CliError {
     CheckpointUnverified,
     #[error("the ledger check found problems")]
     CheckFailed,
+    #[error("the archive does not verify")]
+    ArchiveUnverified,
     /// `audit verify-receipt`: the check named failed, for the reason given.
     #[error("the receipt does not check out: the {check} check is INVALID: {why}")]
     ReceiptUnverified { check: &'static str, why: String },
@@ -95,6 +97,7 @@ impl CliError {
             CliError::Unverified => "unverified_chain",
             CliError::CheckpointUnverified => "unverified_checkpoint",
             CliError::CheckFailed => "check_failed",
+            CliError::ArchiveUnverified => "unverified_archive",
             CliError::ReceiptUnverified { .. } => "unverified_receipt",
             CliError::UnknownRecord(_) => "unknown_record",
             CliError::NoFolder { .. } => "no_folder",

@@ -3,6 +3,7 @@
 //! (postures, decisions, revocations, patterns), of the audit trail and of decision records
 //! lives in the submodules.
 
+mod archives;
 mod audit;
 mod authority;
 mod checkpoints;
@@ -17,11 +18,11 @@ use std::io::Write;
 
 use serde_json::json;
 use session_ledger::{
-    AuditEntry, AuditHead, Authority, Backup, CheckReport, CheckpointVerification, Classification,
-    CommandPattern, Copied, Created, Decision, DecisionReceiptCheck, DecisionRecord, Ended,
-    EpochStart, Explanation, Integrated, PatternAdded, PatternReview, PatternTest, Posture,
-    RaiseOutcome, ReceiptCheck, Recorded, RecordedCheckpoint, Restored, Revocation, Scope,
-    SessionState, SignedCheckpoint, TreeNode, Verification,
+    ArchiveRun, ArchiveVerification, ArchivedSession, AuditEntry, AuditHead, Authority, Backup,
+    CheckReport, CheckpointVerification, Classification, CommandPattern, Copied, Created, Decision,
+    DecisionReceiptCheck, DecisionRecord, Ended, EpochStart, Explanation, Integrated, PatternAdded,
+    PatternReview, PatternTest, Posture, RaiseOutcome, ReceiptCheck, Recorded, RecordedCheckpoint,
+    Restored, Revocation, Scope, SessionState, SignedCheckpoint, TreeNode, Verification,
 };
 
 use crate::error::CliError;
@@ -56,10 +57,12 @@ pub enum Report {
     Tree(Vec<TreeNode>),
     /// `audit head`.
     Head(AuditHead),
-    /// `audit`: one page of rows, and the `--before` of the next page when there is one.
+    /// `audit`: one page of rows, the `--before` of the next page when there is one, and
+    /// where the session named went when it was archived.
     Audit {
         rows: Vec<AuditEntry>,
         next_before: Option<i64>,
+        archived: Option<ArchivedSession>,
     },
     /// `verify`, from the saved head's row `from` when given.
     Verified {
@@ -169,6 +172,13 @@ pub enum Report {
     },
     /// `audit export`, which printed as it went.
     Exported,
+    /// `archive`: what the run did, and the file it was asked to write.
+    Archived {
+        run: ArchiveRun,
+        to: std::path::PathBuf,
+    },
+    /// `verify --archive`.
+    ArchiveVerified(ArchiveVerification),
 }
 
 /// How a command prints its output.
@@ -246,6 +256,8 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
         Report::Authority(a) => authority::print_authority(out, a),
         Report::Checked(check) => emit(out, json, check, || audit::describe_check(check)),
         Report::BackedUp(backup) => emit(out, json, backup, || audit::describe_backup(backup)),
+        Report::Archived { run, to } => emit(out, json, run, || archives::describe(run, to)),
+        Report::ArchiveVerified(v) => emit(out, json, v, || archives::describe_verification(v)),
         Report::Restored(restored) => {
             emit(out, json, restored, || audit::describe_restore(restored))
         }
@@ -439,6 +451,23 @@ pub fn report(out: &mut dyn Write, format: Format, report: &Report) -> Result<()
 /// `audit` starts, as `next page: --before SEQ` or, with `json`, `{"next_before": SEQ}`; and
 /// of `decisions`, as `next page: --before ID`.
 pub fn note(json: bool, report: &Report) -> Option<String> {
+    if let Report::Audit {
+        archived: Some(archived),
+        next_before,
+        ..
+    } = report
+    {
+        let said = archives::describe_archived(archived);
+        let page = next_before.map(|seq| format!("next page: --before {seq}"));
+        return Some(if json {
+            json!({ "archived": archived, "next_before": next_before }).to_string()
+        } else {
+            std::iter::once(format!("note: {said}"))
+                .chain(page)
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+    }
     match report {
         Report::ConsistencyProof {
             to,

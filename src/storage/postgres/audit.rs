@@ -168,7 +168,15 @@ impl AuditReads for Conn<'_> {
                 seq: row.try_get("seq")?,
                 hash: row.try_get("hash")?,
             },
-            None => AuditHead::genesis(),
+            // No row: a new ledger, or one whose every row left with an archive (never the
+            // library's: the archive's own audit row stays), whose head is the boundary.
+            None => match crate::storage::ArchiveReads::last_archive(self)? {
+                Some(archive) => AuditHead {
+                    seq: i64::try_from(archive.trail_size).unwrap_or(i64::MAX),
+                    hash: archive.trail_hash,
+                },
+                None => AuditHead::genesis(),
+            },
         })
     }
 

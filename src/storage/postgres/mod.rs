@@ -40,6 +40,7 @@
 #[cfg(test)]
 #[path = "tests/appends.rs"]
 mod appends;
+mod archives;
 mod audit;
 mod columns;
 mod commit;

@@ -19,28 +19,47 @@ use crate::storage::{ExportReads, Import, Kind, Read, Row, Table, Value};
 
 impl ExportReads for Conn<'_> {
     fn export(&mut self, table: Table, each: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
-        let columns = table.columns();
-        let select: Vec<String> = columns
-            .iter()
-            .map(|(name, kind)| match kind {
-                // depth is an integer, every other number a bigint; chain is jsonb.
-                Kind::Integer => format!("{name}::bigint AS {name}"),
-                Kind::Json => format!("{name}::text AS {name}"),
-                Kind::Text | Kind::Bool | Kind::Time => (*name).to_owned(),
-            })
-            .collect();
         // Names from the constants of `Table`, no value: nothing to bind.
         let sql = format!(
             "SELECT {} FROM {} ORDER BY {}",
-            select.join(", "),
+            select_list(table),
             table.name(),
             table.key()
         );
-        let none = std::iter::empty::<&(dyn ToSql + Sync)>();
+        self.table_rows(&sql, &[], table, each)
+    }
+}
+
+/// The columns of `table` as [`Conn::table_rows`] reads them: depth is an integer, every other
+/// number a bigint; chain is jsonb.
+pub(super) fn select_list(table: Table) -> String {
+    table
+        .columns()
+        .iter()
+        .map(|(name, kind)| match kind {
+            Kind::Integer => format!("{name}::bigint AS {name}"),
+            Kind::Json => format!("{name}::text AS {name}"),
+            Kind::Text | Kind::Bool | Kind::Time => (*name).to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Conn<'_> {
+    /// Calls `each` on every row of `sql`, which selects [`select_list`] of `table`, streamed.
+    pub(super) fn table_rows(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        table: Table,
+        each: &mut dyn FnMut(Row) -> Result<()>,
+    ) -> Result<()> {
+        let columns = table.columns();
         self.flush()?;
+        let params = params.iter().copied();
         let mut rows = match &mut self.on {
-            On::Client(client) => client.query_raw(sql.as_str(), none)?,
-            On::Transaction(tx) => tx.query_raw(sql.as_str(), none)?,
+            On::Client(client) => client.query_raw(sql, params)?,
+            On::Transaction(tx) => tx.query_raw(sql, params)?,
         };
         while let Some(row) = rows.next()? {
             let mut values = Vec::with_capacity(columns.len());

@@ -10,9 +10,14 @@ use super::{Conn, Tx};
 use crate::error::{Corruption, Result};
 use crate::storage::{CheckpointRow, TreeNode, TreeReads, TreeWrites};
 
-/// The last leaf's index: one descent of the key, backwards within level 0.
-pub(super) const LAST_LEAF: &str =
-    "SELECT idx FROM audit_tree WHERE level = 0 ORDER BY idx DESC LIMIT 1";
+/// How many leaves the stored tree has: one past its last leaf (one descent of the key,
+/// backwards within level 0), or the newest archive's boundary where the leaves before it left
+/// with it (one descent of that key).
+pub(super) const LAST_LEAF: &str = "SELECT greatest(coalesce((SELECT idx + 1 FROM audit_tree
+                                         WHERE level = 0 ORDER BY idx DESC LIMIT 1), 0),
+                               coalesce((SELECT trail_size FROM archives
+                                          WHERE archive = (SELECT max(archive) FROM archives)),
+                                        0)) AS size";
 
 /// Nodes by their keys, in the order asked, a missing one as NULL: one probe of the key each.
 pub(super) const NODES: &str = "SELECT t.hash
@@ -79,7 +84,7 @@ fn index(idx: u64) -> Result<i64> {
 impl TreeReads for Conn<'_> {
     fn tree_size(&mut self) -> Result<u64> {
         match self.row(LAST_LEAF, &[])? {
-            Some(row) => Ok(count("audit_tree.idx", row.try_get("idx")?)? + 1),
+            Some(row) => count("audit_tree.idx", row.try_get("size")?),
             None => Ok(0),
         }
     }

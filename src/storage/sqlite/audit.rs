@@ -133,7 +133,18 @@ impl AuditReads for Conn<'_> {
                 })
             })
             .optional()?;
-        Ok(head.unwrap_or_else(AuditHead::genesis))
+        match head {
+            Some(head) => Ok(head),
+            // No row: a new ledger, or an archive that holds no row of the trail, whose head is
+            // the boundary it starts after.
+            None => Ok(match crate::storage::ArchiveReads::last_archive(self)? {
+                Some(archive) => AuditHead {
+                    seq: i64::try_from(archive.trail_size).unwrap_or(i64::MAX),
+                    hash: archive.trail_hash,
+                },
+                None => AuditHead::genesis(),
+            }),
+        }
     }
 
     fn latest_audit_time(&mut self) -> Result<Option<DateTime<Utc>>> {

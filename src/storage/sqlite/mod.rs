@@ -13,6 +13,8 @@
 //! parameter, every row read by column name. `tests/plans.rs` holds the hot statements' query
 //! plans with a test.
 
+mod archive_file;
+mod archives;
 mod audit;
 mod columns;
 mod connection;
@@ -42,6 +44,7 @@ use super::{Append, Collected, Engine, FileReads, GroupCommit, Import, Read, Wri
 use crate::error::{EngineError, Error, InputError, Location, Result, StorageError};
 use crate::model::CheckReport;
 
+pub(crate) use archive_file::{archive_header, create_archive_file};
 pub(crate) use migrate::supported_version;
 
 /// A ledger in a SQLite file.

@@ -164,6 +164,11 @@ impl Sqlite {
         // Everything up to here has only read the file. Refuse a foreign or newer file before
         // the first write (switching to WAL rewrites the header).
         let found = migrate::check(&conn, &path)?;
+        if is_archive(&conn).map_err(|e| classify(e, &path))? {
+            return Err(Error::Storage(StorageError::IsArchive(Location::File(
+                path,
+            ))));
+        }
         // On a ledger already in WAL mode this changes nothing and reads only the header.
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
@@ -245,6 +250,9 @@ impl Sqlite {
                     path.to_path_buf(),
                 ))))
             }
+            // An archive keeps the version it was written at, and is read as it is.
+            migrate::Found::Ledger { version }
+                if version < migrate::supported_version() && is_archive(&conn)? => {}
             migrate::Found::Ledger { version } if version != migrate::supported_version() => {
                 return Err(Error::Input(InputError::InvalidConfig(format!(
                     "read_only: the ledger at {} is at schema version {version}, older than the \
@@ -399,4 +407,9 @@ fn read_only_failure(e: Error, path: &Path) -> Error {
             if names.len() == 1 { "it" } else { "them" },
         ),
     ))
+}
+
+/// True when the file on `conn` holds an archive: it has the `archive` table.
+fn is_archive(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(super::archive_file::IS_ARCHIVE, [], |row| row.get(0))
 }

@@ -37,7 +37,7 @@ impl ExportReads for Conn<'_> {
 
 /// A stored value as the copy carries it; a value of another type than the column's kind (which
 /// the schema's `STRICT` and `CHECK`s keep out) is corruption.
-fn value(column: &str, kind: Kind, stored: ValueRef<'_>) -> Result<Value> {
+pub(super) fn value(column: &str, kind: Kind, stored: ValueRef<'_>) -> Result<Value> {
     let wrong = || Corruption::new(format!("{column} holds a value of the wrong type")).into();
     Ok(match (kind, stored) {
         (_, ValueRef::Null) => Value::Null,

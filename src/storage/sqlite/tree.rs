@@ -12,9 +12,14 @@ use crate::clock::format_ts;
 use crate::error::{Corruption, Result};
 use crate::storage::{CheckpointRow, TreeNode, TreeReads, TreeWrites};
 
-/// The last leaf's index: one descent of the key, backwards within level 0.
-pub(super) const LAST_LEAF: &str =
-    "SELECT idx FROM audit_tree WHERE level = 0 ORDER BY idx DESC LIMIT 1";
+/// How many leaves the stored tree has: one past its last leaf (one descent of the key,
+/// backwards within level 0), or the newest archive's boundary where the leaves before it left
+/// with it (one descent of that key).
+pub(super) const LAST_LEAF: &str = "SELECT max(coalesce((SELECT idx + 1 FROM audit_tree
+                                         WHERE level = 0 ORDER BY idx DESC LIMIT 1), 0),
+                               coalesce((SELECT trail_size FROM archives
+                                          WHERE archive = (SELECT max(archive) FROM archives)),
+                                        0)) AS size";
 
 /// One node, by its key.
 pub(super) const NODE: &str = "SELECT hash FROM audit_tree WHERE level = ?1 AND idx = ?2";
@@ -71,8 +76,8 @@ fn checkpoint_of(row: &Row<'_>) -> Result<CheckpointRow> {
 impl TreeReads for Conn<'_> {
     fn tree_size(&mut self) -> Result<u64> {
         let mut stmt = self.conn.prepare_cached(LAST_LEAF)?;
-        let last: Option<i64> = stmt.query_row([], |row| row.get("idx")).optional()?;
-        last.map_or(Ok(0), |idx| Ok(count("audit_tree.idx", idx)? + 1))
+        let size: i64 = stmt.query_row([], |row| row.get("size"))?;
+        count("audit_tree.idx", size)
     }
 
     fn tree_nodes(&mut self, coords: &[(u8, u64)]) -> Result<Vec<Option<[u8; 32]>>> {

@@ -44,7 +44,14 @@ pub fn list(ctx: &Context<'_>, filters: &AuditFilters) -> Result<Report, CliErro
     } else {
         None
     };
-    Ok(Report::Audit { rows, next_before })
+    // Rows of an archived session before the archive's boundary are in its file: say where.
+    let named = filters.session.as_deref().or(filters.subtree.as_deref());
+    let archived = named.map(|id| ledger.archived(id)).transpose()?.flatten();
+    Ok(Report::Audit {
+        rows,
+        next_before,
+        archived,
+    })
 }
 
 /// `audit head`.
