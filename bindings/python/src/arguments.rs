@@ -115,6 +115,13 @@ fn path(value: &Bound<'_, PyAny>, name: &str) -> PyResult<PathBuf> {
     })
 }
 
+/// A path to a file (`str` or `os.PathLike`).
+fn file_path(value: &Bound<'_, PyAny>, name: &str) -> PyResult<PathBuf> {
+    value
+        .extract()
+        .map_err(|_| wrong_type(name, "a str or os.PathLike", value))
+}
+
 /// An optional path (`str` or `os.PathLike`).
 fn optional_path(value: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<PathBuf>> {
     if value.is_none() {
@@ -158,6 +165,7 @@ arguments! {
     session: optional_text -> Option<String>;
     subtree: optional_text -> Option<String>;
     taint: optional_text -> Option<String>;
+    tree: optional_text -> Option<String>;
     token: optional_text -> Option<String>;
     read_only: flag -> bool;
     untrusted: flag -> bool;
@@ -168,6 +176,7 @@ arguments! {
     patterns: flag -> bool;
     classify: flag -> bool;
     admit_any_command: flag -> bool;
+    alone: flag -> bool;
     durable: optional_flag -> Option<bool>;
     durable_postures: optional_flag -> Option<bool>;
     before: optional_whole -> Option<i64>;
@@ -180,6 +189,7 @@ arguments! {
     since: optional_time -> Option<DateTime<Utc>>;
     until: optional_time -> Option<DateTime<Utc>>;
     path_or_url: path -> PathBuf;
+    to: file_path -> PathBuf;
     tool: text -> String;
     url: optional_text -> Option<String>;
     record: flag -> bool;
@@ -241,4 +251,14 @@ pub(crate) fn checkpoint_note(value: &Bound<'_, PyAny>) -> PyResult<String> {
 /// `prove`'s `checkpoint`: the note to prove against, or `None` for the newest signed.
 pub(crate) fn checkpoint_or_newest(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     optional_text(value, "checkpoint")
+}
+
+/// `archive`'s `before`: the cut-off time (the listings' `before` is a position, a whole number).
+pub(crate) fn cut_off(value: &Bound<'_, PyAny>) -> PyResult<Option<DateTime<Utc>>> {
+    optional_time(value, "before")
+}
+
+/// `verify_archive`'s `file`: the archive file to check (`file` elsewhere is optional).
+pub(crate) fn archive_file(value: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    file_path(value, "file")
 }

@@ -1112,6 +1112,62 @@ impl PyLedger {
         checkpoints::to_dict(py, &backup)
     }
 
+    /// Moves what is over out of the live ledger into the new archive file `to` (rule K1): the
+    /// trees whose every session ended before `before`, or the one tree whose root is `tree`,
+    /// and the trail up to the newest checkpoint signed before `before`. Returns `{"finished",
+    /// "made"}`; `made` is `None` when there was nothing to take (and no file is written).
+    #[pyo3(signature = (to, *, before=None, tree=None, actor))]
+    fn archive<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::to)] to: PathBuf,
+        #[pyo3(from_py_with = arguments::cut_off)] before: Option<DateTime<Utc>>,
+        #[pyo3(from_py_with = arguments::tree)] tree: Option<String>,
+        #[pyo3(from_py_with = arguments::actor)] actor: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // The request is non-exhaustive: built from its default, field by field. Neither
+        // given is the library's refusal (`not_archivable`), not the binding's.
+        let mut request = sl::ArchiveRequest::default();
+        request.before = before;
+        request.tree = tree;
+        let run = self.call(py, |l| l.archive(&to, &request, &actor))?;
+        checkpoints::to_dict(py, &run)
+    }
+
+    /// Checks the archive file `file` with `verifier_key`: on its own and then against this
+    /// ledger, or, with `alone`, on its own only (no live ledger is read). Returns `{"ok",
+    /// "file", "archive", "trail_from", "trail_size", "trees", "sessions", "sha256",
+    /// "findings"}`; a failed check is no exception.
+    #[pyo3(signature = (file, verifier_key, *, alone=false))]
+    fn verify_archive<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::archive_file)] file: PathBuf,
+        #[pyo3(from_py_with = arguments::verifier_key)] verifier_key: String,
+        #[pyo3(from_py_with = arguments::alone)] alone: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key: sl::VerifierKey = verifier_key.parse().map_err(|e| errors::to_py(py, e))?;
+        let verification = if alone {
+            // The library's check without a ledger: it needs no open handle either.
+            py.detach(|| Ledger::verify_archive_file(&file, &key))
+                .map_err(|e| errors::to_py(py, e))?
+        } else {
+            self.call(py, |l| l.verify_archive(&file, &key, true))?
+        };
+        checkpoints::to_dict(py, &verification)
+    }
+
+    /// Where the session `id` went when it was archived, as `{"id", "tree", "archive",
+    /// "file", "archived_at"}`, or `None` when it was not archived.
+    fn archived<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = arguments::id)] id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let found = self.call(py, |l| l.archived(&id))?;
+        checkpoints::to_dict(py, &found)
+    }
+
     /// A receipt (C2SP tlog-proof text) for audit row `seq` against `checkpoint`, or against
     /// the newest checkpoint the ledger signed.
     #[pyo3(signature = (seq, *, checkpoint=None))]

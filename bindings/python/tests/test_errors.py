@@ -111,6 +111,39 @@ def test_other_conflicts_raise_conflict_told_apart_by_kind(ledger: Ledger) -> No
         assert not isinstance(conflict.value, (UnknownSession, StalePreview))
 
 
+def test_archiving_conflicts_raise_conflict_and_an_archive_opened_to_write_raises_storage_error(
+    place: Place,
+) -> None:
+    ledger = place.open()
+    ledger.create_root("done", actor=ACTOR)
+    ledger.end("done", actor=ACTOR)
+    ledger.create_root("running", actor=ACTOR)
+    archive = place.folder / "archive.db"
+    ledger.archive(archive, tree="done", actor=ACTOR)
+    cases: list[tuple[str, Callable[[], Any]]] = [
+        ("session_archived", lambda: ledger.state("done")),
+        ("session_archived", lambda: ledger.grant("done", "trust", actor=ACTOR)),
+        ("session_archived", lambda: ledger.create_root("done", actor=ACTOR)),
+        ("session_archived", lambda: ledger.create_child("done-2", creator="done", actor=ACTOR)),
+        ("not_archivable", lambda: ledger.archive(place.folder / "none.db", actor=ACTOR)),
+        ("not_archivable", lambda: ledger.archive(place.folder / "live.db", tree="running", actor=ACTOR)),
+    ]
+    for kind, call in cases:
+        with pytest.raises(Conflict) as conflict:
+            call()
+        assert conflict.value.kind == kind, (kind, conflict.value)
+        assert not isinstance(conflict.value, (UnknownSession, StalePreview))
+    # An archive file is never written: a handle that may write is refused, a read-only one reads.
+    with pytest.raises(StorageError) as refused:
+        Ledger(archive)
+    assert refused.value.kind == "is_archive"
+    assert str(refused.value) == f"{archive} is an archive, which is never written: open it read-only"
+    reader = Ledger(archive, read_only=True)
+    done = reader.session("done")
+    reader.close()
+    assert done is not None and not done.live
+
+
 def test_a_stale_preview_token_raises_stale_preview(ledger: Ledger) -> None:
     ledger.create_root("conductor", actor=ACTOR)
     ledger.grant("conductor", "trust", actor=ACTOR)

@@ -1209,7 +1209,7 @@ class Ledger:
 
         Raises ``InvalidInput`` for a malformed id (the spawned form ``sub-<parent>-<n>`` is
         reserved) or actor; ``Conflict`` (kind ``"session_exists"``) when the id is or was in
-        use."""
+        use, or (kind ``"session_archived"``) when it was archived."""
     def create_child(self, id: str, *, creator: str, actor: str) -> Created:
         """Records a session created by the live session ``creator``, born with the creator's
         posture as it stands now, read in the same transaction (``inherited_trust``,
@@ -1224,7 +1224,8 @@ class Ledger:
         known session is recorded first, through any missing middle. An unknown plain id reads
         as the default with ``known`` False, and writes nothing.
 
-        Raises ``InvalidInput`` for a malformed id."""
+        Raises ``InvalidInput`` for a malformed id; ``Conflict`` (kind ``"session_archived"``)
+        for an archived one (``archived`` says where it went)."""
     def raise_label(
         self, id: str, *, taint: Optional[Taint] = None, untrusted: bool = False, actor: str
     ) -> RaiseOutcome:
@@ -1552,6 +1553,46 @@ class Ledger:
         when it passes: ``{"to", "head", "verification", "check", "ok"}``. Raises
         ``InvalidInput`` (kind ``"invalid_config"``) for a ``dest`` that exists, and on
         PostgreSQL, which the server's tools back up."""
+    def archive(
+        self,
+        to: Union[str, "os.PathLike[str]"],
+        *,
+        before: Optional[datetime] = None,
+        tree: Optional[str] = None,
+        actor: str,
+    ) -> Dict[str, Any]:
+        """Moves what is over out of the live ledger into the new archive file ``to`` (a SQLite
+        file, on either engine): the trees whose every session ended before ``before`` (a
+        timezone-aware ``datetime``), or the one tree whose root is ``tree``, with their labels,
+        postures, patterns and scopes; and, with ``before``, the trail's rows up to the newest
+        checkpoint signed before it, with their decision records. The file is written and
+        verified before anything leaves; an archived id is never used again. A run stopped
+        part-way is finished by the next one.
+
+        Returns ``{"finished", "made"}``: ``finished``, the archives an earlier run left
+        unfinished and this one finished; ``made``, ``None`` when there was nothing to take (no
+        file is written), else ``{"archive", "file", "sha256", "trail_from", "trail_size",
+        "trees", "sessions", "decision_records", "stayed_live"}``.
+
+        Raises ``Conflict`` (kind ``"not_archivable"``) when neither ``before`` nor ``tree``
+        is given, for a tree with a session still running, or a session that is no root;
+        ``UnknownSession`` for an unknown root; ``InvalidInput`` (kind ``"invalid_config"``)
+        when ``to`` exists."""
+    def verify_archive(
+        self, file: Union[str, "os.PathLike[str]"], verifier_key: str, *, alone: bool = False
+    ) -> Dict[str, Any]:
+        """Checks the archive file ``file`` with ``verifier_key``: its trail against its signed
+        checkpoint, its decision batches, its integrity and references, and that every session
+        in it had ended; then, unless ``alone``, against this ledger: that the ledger recorded
+        this file (same SHA-256 and boundary) and that its newest checkpoint extends the
+        archive's. With ``alone`` no ledger is read. Returns ``{"ok", "file", "archive",
+        "trail_from", "trail_size", "trees", "sessions", "sha256", "findings"}``, one finding
+        per check; a failed check is no exception. Raises ``InvalidInput`` (kind
+        ``"invalid_config"``) for a file that is no archive."""
+    def archived(self, id: str) -> Optional[Dict[str, Any]]:
+        """Where the session ``id`` went when it was archived: ``{"id", "tree", "archive",
+        "file", "archived_at"}`` (``archived_at`` as RFC 3339 text, UTC), or ``None`` when it
+        was not archived."""
     def prove(self, seq: int, *, checkpoint: Optional[str] = None) -> str:
         """A receipt for audit row ``seq``: its inclusion proof against ``checkpoint``, or the
         newest checkpoint signed, as C2SP tlog-proof text. Raises ``Conflict`` (kind

@@ -6,8 +6,8 @@ They follow the Rust library's ``Error``, by what the caller can do about a fail
   token, a setting). Fix the value; nothing was written. Also a ``ValueError``.
 - ``Conflict``: the request is well-formed but the ledger's state does not allow it. Its
   subclasses ``UnknownSession`` (also a ``KeyError``) and ``StalePreview`` are the two a
-  caller most often handles; the others (an ended session, an id that was used) are
-  ``Conflict`` itself, told apart by ``kind``. Nothing was written.
+  caller most often handles; the others (an ended session, an id that was used, an archived
+  session) are ``Conflict`` itself, told apart by ``kind``. Nothing was written.
 - ``CreationRefused``: a creation bound refused a create; ``reason`` says which. Nothing was
   created; the refusal was recorded in the audit trail.
 - ``StorageError``: the database cannot serve the request. Its subclass ``DurabilityUnknown``
@@ -74,8 +74,12 @@ class Conflict(LedgerError):
     """The ledger's state does not allow the request; nothing was written.
 
     ``kind`` tells the cases apart: ``"session_ended"``, ``"session_exists"``,
-    ``"unknown_pattern"``, ``"unknown_scope"``, ``"not_empty"``, and the two with classes of
-    their own, ``"unknown_session"`` and ``"stale_preview"``.
+    ``"unknown_pattern"``, ``"unknown_scope"``, ``"not_empty"``; for archives,
+    ``"session_archived"`` (the session's rows left for an archive file, which the message
+    names; its id is never used again: ``Ledger.archived`` says where), ``"archived"`` (what
+    was asked lies in the archived part of the trail) and ``"not_archivable"`` (an archive of a
+    tree with a session still running, or asked for neither a cut-off nor a tree); and the two
+    with classes of their own, ``"unknown_session"`` and ``"stale_preview"``.
     """
 
 
@@ -110,7 +114,8 @@ class StorageError(LedgerError):
     """The database cannot serve the request.
 
     ``kind`` says why: ``"no_ledger"``, ``"not_a_ledger"``, ``"schema_too_new"``,
-    ``"read_only"``, or ``"storage"`` for a failure of the engine underneath; on PostgreSQL
+    ``"read_only"``, ``"is_archive"`` (an archive file opened without ``read_only``: it is never
+    written), or ``"storage"`` for a failure of the engine underneath; on PostgreSQL
     also ``"standby"`` (the server reached takes no writes), ``"unavailable"`` (no server took
     the operation within the failover wait; nothing was written), ``"not_committed"`` (the
     connection was lost during a write's commit, and the ledger found the write not done:
