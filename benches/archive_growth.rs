@@ -19,8 +19,10 @@
 //! the median of its calls: `create_root`, `decide` on a live session, `state` of a
 //! materialized session, `tree` of a five-session tree, and `verify_checkpoint --fast` against
 //! the day before's checkpoint (which reads the day's rows). Each day prints the archive's
-//! time, the file's size and its pages in use, and the longest wait of a writer creating roots
-//! beside the archive against the same writer beside nothing for as long.
+//! time, the file's size and its pages in use, the longest the archive held the write lock at a
+//! time (`ArchiveRun::longest_batch_us`), and the longest wait of a writer creating (and
+//! ending) a root every 5 ms beside the archive, against the same writer beside nothing for as
+//! long.
 
 mod support;
 
@@ -125,7 +127,8 @@ fn measure(ledger: &Ledger, day: usize, previous: &str, key: &SignerKey) -> Cost
 
 /// One simulated day of `trees` trees on `builder`, the clock moved along it.
 fn live_a_day(builder: &Ledger, clock: &ManualClock, day: usize, trees: usize) {
-    let step = TimeDelta::milliseconds((86_400_000 / (trees as i64 * 16)).max(1));
+    // Five steps a tree, spread over the day's 24 hours.
+    let step = TimeDelta::milliseconds((86_400_000 / (trees as i64 * 5 + 1)).max(1));
     let asked = session_ledger::AskedBy {
         actor: "claude-code",
         tool_use_id: None,
@@ -169,6 +172,11 @@ fn in_use(place: &Place) -> u64 {
     ((count - free) * page) as u64
 }
 
+/// How often the writer beside the archive creates (and ends) a root: a live load of 200
+/// sessions a second, far above the day's 100,000 (1.2 a second), in another handle as another
+/// process would be.
+const BESIDE_EVERY: Duration = Duration::from_millis(5);
+
 /// The longest a writer creating roots on `place` waited for one, while `during` runs.
 fn longest_wait(place: &Place, day: usize, what: &str, during: impl FnOnce()) -> Duration {
     let stop = Arc::new(AtomicBool::new(false));
@@ -188,6 +196,7 @@ fn longest_wait(place: &Place, day: usize, what: &str, during: impl FnOnce()) ->
                     .end(&format!("w{day}-{what}-{i}"), ACTOR)
                     .expect("end");
                 i += 1;
+                std::thread::sleep(BESIDE_EVERY);
             }
             longest
         })
@@ -225,7 +234,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("a folder for the archives");
     println!("{days} days of {sessions} sessions ({trees} trees of 5), archived after {keep} days");
     println!(
-        "day  archive_s  trees  sessions  audit_rows  file_MiB  in_use_MiB  longest_write_ms  quiet_ms"
+        "day  archive_s  trees  sessions  audit_rows  file_MiB  in_use_MiB  held_ms  longest_write_ms  quiet_ms"
     );
     let mut previous = builder
         .checkpoint(&key, None, ACTOR)
@@ -234,6 +243,11 @@ fn main() {
     let mut measured: Vec<(usize, Costs)> = Vec::new();
     for day in 1..=days {
         let day_start = start + TimeDelta::days(day as i64 - 1);
+        // The day starts at its midnight, whatever the day before left on the clock.
+        let now = session_ledger::Clock::now(clock.as_ref());
+        if now < day_start {
+            clock.advance(day_start - now);
+        }
         live_a_day(&builder, &clock, day, trees);
         let signed = builder.checkpoint(&key, None, ACTOR).expect("checkpoint");
         if day <= keep {
@@ -245,24 +259,27 @@ fn main() {
         let file = dir.path().join(format!("archive-day-{day}.db"));
         let mut took = Duration::ZERO;
         let mut made = None;
+        let mut held_us = 0;
         let longest = longest_wait(&place, day, "archive", || {
             let started = Instant::now();
             let run = ledger
                 .archive(&file, &ArchiveRequest::before(cut), ACTOR)
                 .expect("archive");
             took = started.elapsed();
+            held_us = run.longest_batch_us;
             made = run.made;
         });
         let quiet = longest_wait(&place, day, "quiet", || std::thread::sleep(took));
         let made = made.expect("a day's archive");
         println!(
-            "{day:>3}  {:>9.2}  {:>5}  {:>8}  {:>10}  {:>8.1}  {:>10.1}  {:>16.2}  {:>8.2}",
+            "{day:>3}  {:>9.2}  {:>5}  {:>8}  {:>10}  {:>8.1}  {:>10.1}  {:>7.1}  {:>16.2}  {:>8.2}",
             took.as_secs_f64(),
             made.trees,
             made.sessions,
             made.trail_size - made.trail_from,
             place.size_bytes() as f64 / 1_048_576.0,
             in_use(&place) as f64 / 1_048_576.0,
+            held_us as f64 / 1e3,
             longest.as_secs_f64() * 1e3,
             quiet.as_secs_f64() * 1e3,
         );

@@ -101,7 +101,7 @@ pub struct ArchivedSession {
     pub tree: String,
     /// The archive's number.
     pub archive: i64,
-    /// The archive's file, as named when it was written.
+    /// The archive's file, by its absolute path when it was written.
     pub file: String,
     /// When the archive was made.
     #[serde(serialize_with = "crate::clock::serialize_ts")]
@@ -117,6 +117,9 @@ pub struct ArchiveRun {
     pub finished: Vec<i64>,
     /// The archive made, or `None` when there was nothing to take.
     pub made: Option<Archived>,
+    /// The longest any of the run's write transactions held the write lock, in microseconds:
+    /// the most a writer beside it waited for it at a time.
+    pub longest_batch_us: u64,
 }
 
 /// One archive made.
@@ -160,11 +163,13 @@ pub(crate) fn archive(
     }
     let root = request.tree.as_deref().map(Id::parse).transpose()?;
     let partial = partial_beside(to, "an archive is written to a new file only")?;
-    let finished = finish_last(storage)?;
+    let mut batches = Batches::new(storage);
+    let finished = finish_last(&mut batches)?;
     let Some(plan) = storage.snapshot(|r| plan(r, request, root))? else {
         return Ok(ArchiveRun {
             finished,
             made: None,
+            longest_batch_us: batches.longest_us(),
         });
     };
     let (header, decision_records) = match write_file(storage, &partial, &plan, request, actor, now)
@@ -180,6 +185,9 @@ pub(crate) fn archive(
         return Err(e);
     }
     publish(&partial, to, "an archive is written to a new file only")?;
+    // Recorded by its absolute path: a later run, and `verify --archive` against the live
+    // ledger, find it from wherever they run.
+    let to = &std::fs::canonicalize(to)?;
     let sha256 = sha256_of(to)?;
     let row = ArchiveRow {
         archive: header.archive,
@@ -187,13 +195,14 @@ pub(crate) fn archive(
         sha256: sha256.clone(),
         trail_size: plan.to,
         trail_hash: plan.expected.trail_hash.clone(),
+        log_size: plan.log_size,
         trees: header.trees,
         sessions: header.sessions,
         made_at: header.made_at,
         made_by: actor.to_owned(),
     };
-    storage.write(|tx| record(tx, &row, now))?;
-    let stayed_live = remove(storage, &row, to)?;
+    batches.run(|tx| record(tx, &row, now))?;
+    let stayed_live = remove(&mut batches, &row, to)?;
     Ok(ArchiveRun {
         finished,
         made: Some(Archived {
@@ -207,6 +216,7 @@ pub(crate) fn archive(
             decision_records,
             stayed_live,
         }),
+        longest_batch_us: batches.longest_us(),
     })
 }
 
@@ -219,6 +229,8 @@ pub(crate) struct Plan {
     to: u64,
     /// The checkpoint of size `to`, as its note.
     checkpoint: Option<String>,
+    /// The decision log's last position in the batches up to `to`.
+    log_size: u64,
     /// The roots of the trees it takes, oldest first.
     roots: Vec<String>,
     /// What the file must hold, to check it against once written.
@@ -313,10 +325,12 @@ fn plan(r: &mut dyn Read, request: &ArchiveRequest, root: Option<Id<'_>>) -> Res
         })?
     };
     let archive = last.map_or(1, |a| a.archive + 1);
+    let log_size = r.log_size_at(to)?;
     Ok(Some(Plan {
         archive,
         from,
         to,
+        log_size,
         checkpoint: if to == 0 { None } else { checkpoint },
         roots,
         expected: verify::Expected {
@@ -431,12 +445,21 @@ fn record(
 
 /// Moves out of the live ledger what the archive `row`, written to `file`, holds, in batches;
 /// returns the trees that stayed live because they changed.
-fn remove(storage: &Storage, row: &ArchiveRow, file: &Path) -> Result<Vec<String>> {
-    remove_trail(storage, row.trail_size)?;
+fn remove(batches: &mut Batches<'_>, row: &ArchiveRow, file: &Path) -> Result<Vec<String>> {
+    remove_trail(batches, row.trail_size)?;
+    let storage = batches.storage;
     if row.trees == 0 || storage.read(|r| r.archived_count(row.archive))? >= row.sessions {
         return Ok(Vec::new());
     }
-    let archived = crate::storage::Storage::open(file, &Config::default().read_only(true))?;
+    let archived = crate::storage::Storage::open(file, &Config::default().read_only(true))
+        .map_err(|e| {
+            Conflict::Archived(format!(
+                "archive {}'s file {} is needed to finish moving its trees out of the live \
+                 ledger (a run stopped half way), and cannot be opened: {e}; put it back there",
+                row.archive,
+                file.display()
+            ))
+        })?;
     let roots = archived.read(|r| {
         let mut roots = Vec::new();
         r.part_rows(Table::Sessions, Part::Whole, &mut |row| {
@@ -452,7 +475,7 @@ fn remove(storage: &Storage, row: &ArchiveRow, file: &Path) -> Result<Vec<String
     let mut stayed = Vec::new();
     for batch in roots.chunks(TREES_PER_BATCH) {
         let wanted = archived.read(|r| tree_rows(r, batch))?;
-        stayed.extend(storage.write(|tx| {
+        stayed.extend(batches.run(|tx| {
             let live = tree_rows(tx.read(), batch)?;
             let mut moving = Vec::new();
             let mut staying = Vec::new();
@@ -475,6 +498,38 @@ fn remove(storage: &Storage, row: &ArchiveRow, file: &Path) -> Result<Vec<String
 
 /// A tree's root, and every row of the tree with its table.
 type TreeRows = (String, Vec<(Table, Row)>);
+
+/// The write transactions of one run, each a batch: each leaves the write lock free after it
+/// for as long as it held it (at least 2 ms), so that a writer of another process, whose busy
+/// handler sleeps and tries again, finds the lock free between two batches instead of waiting
+/// for the whole move; and the longest any held it.
+struct Batches<'s> {
+    storage: &'s Storage,
+    longest: std::time::Duration,
+}
+
+impl<'s> Batches<'s> {
+    fn new(storage: &'s Storage) -> Batches<'s> {
+        Batches {
+            storage,
+            longest: std::time::Duration::ZERO,
+        }
+    }
+
+    /// Runs `f` in a write transaction of its own, then gives the lock away.
+    fn run<T>(&mut self, f: impl FnMut(&mut dyn Write) -> Result<T>) -> Result<T> {
+        let started = std::time::Instant::now();
+        let out = self.storage.write(f)?;
+        let held = started.elapsed();
+        self.longest = self.longest.max(held);
+        std::thread::sleep(held.max(std::time::Duration::from_millis(2)));
+        Ok(out)
+    }
+
+    fn longest_us(&self) -> u64 {
+        u64::try_from(self.longest.as_micros()).unwrap_or(u64::MAX)
+    }
+}
 
 /// Every row of each tree of `roots`, by root: what must be the same here and in the file.
 fn tree_rows(r: &mut dyn Read, roots: &[String]) -> Result<Vec<TreeRows>> {
@@ -500,9 +555,9 @@ fn tree_rows(r: &mut dyn Read, roots: &[String]) -> Result<Vec<TreeRows>> {
 
 /// Removes the trail's rows up to `boundary`, then the tree's nodes behind its frontier,
 /// each a batch at a time.
-fn remove_trail(storage: &Storage, boundary: u64) -> Result<()> {
+fn remove_trail(batches: &mut Batches<'_>, boundary: u64) -> Result<()> {
     loop {
-        let Some(first) = storage.read(|r| r.first_audit_seq())? else {
+        let Some(first) = batches.storage.read(|r| r.first_audit_seq())? else {
             break;
         };
         let first = u64::try_from(first).unwrap_or(u64::MAX);
@@ -510,15 +565,16 @@ fn remove_trail(storage: &Storage, boundary: u64) -> Result<()> {
             break;
         }
         let upto = (first - 1 + TRAIL_ROWS_PER_BATCH).min(boundary);
-        storage.write(|tx| tx.remove_trail(first - 1, upto))?;
+        batches.run(|tx| tx.remove_trail(first - 1, upto))?;
     }
-    while storage.write(|tx| tx.prune_tree(boundary, NODES_PER_BATCH))? > 0 {}
+    while batches.run(|tx| tx.prune_tree(boundary, NODES_PER_BATCH))? > 0 {}
     Ok(())
 }
 
 /// Finishes the removal of the last archive, when a run stopped before it was done; returns
 /// its number then.
-fn finish_last(storage: &Storage) -> Result<Vec<i64>> {
+fn finish_last(batches: &mut Batches<'_>) -> Result<Vec<i64>> {
+    let storage = batches.storage;
     let Some(last) = storage.read(|r| r.last_archive())? else {
         return Ok(Vec::new());
     };
@@ -528,9 +584,9 @@ fn finish_last(storage: &Storage) -> Result<Vec<i64>> {
     if !trail_left && count >= last.sessions {
         // The trail is gone up to the boundary, and every session has left; what may be left
         // of the tree's nodes goes too (a cheap probe when none is).
-        remove_trail(storage, last.trail_size)?;
+        remove_trail(batches, last.trail_size)?;
         return Ok(Vec::new());
     }
-    remove(storage, &last, Path::new(&last.file))?;
+    remove(batches, &last, Path::new(&last.file))?;
     Ok(vec![last.archive])
 }

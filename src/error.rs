@@ -307,7 +307,7 @@ pub enum Conflict {
         id: String,
         /// The archive's number.
         archive: i64,
-        /// Its file, as named when it was written.
+        /// Its file, by its absolute path when it was written.
         file: String,
         /// When it was made (RFC 3339, UTC).
         made_at: String,

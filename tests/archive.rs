@@ -127,6 +127,20 @@ fn an_archive_moves_ended_trees_and_the_trail_up_to_a_checkpoint_and_both_verify
     // A second archive starts where the first ended.
     ended_tree(ledger, "second")?;
     let third = ledger.checkpoint(&key, None, "alice")?;
+    // The feeds: a reader resuming inside what left is told so, not handed a skip.
+    let boundary = signed.checkpoint.size as i64;
+    assert!(matches!(
+        ledger.audit_after(0, 10),
+        Err(Error::Conflict(Conflict::Archived(_)))
+    ));
+    assert_eq!(ledger.audit_after(boundary, 1)?[0].seq, boundary + 1);
+    let resumed = ledger.decisions_after(0, 10);
+    assert!(
+        matches!(resumed, Err(Error::Conflict(Conflict::Archived(_)))),
+        "{:?}",
+        resumed.map(|r| r.iter().map(|d| d.seq).collect::<Vec<_>>())
+    );
+    assert_eq!(ledger.decisions_after(2, 10)?.len(), 2);
     let file2 = f.dir.path().join("archive-2.db");
     let run = ledger.archive(
         &file2,

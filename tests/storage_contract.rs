@@ -1039,9 +1039,9 @@ fn rows_leave_only_into_an_archive_and_only_up_to_its_boundary(engine: Engine) -
     let (boundary_hash, other_hash) = (hash_at(size), hash_at(size - 1));
     let archive = |number: i64, trail: u64, hash: &str| {
         format!(
-            "INSERT INTO archives (archive, file, sha256, trail_size, trail_hash, trees, sessions,
-                                   made_at, made_by)
-             VALUES ({number}, 'a.db', '{}', {trail}, '{hash}', 1, 2, '{LATER}', 'x')",
+            "INSERT INTO archives (archive, file, sha256, trail_size, trail_hash, log_size, trees,
+                                   sessions, made_at, made_by)
+             VALUES ({number}, 'a.db', '{}', {trail}, '{hash}', 0, 1, 2, '{LATER}', 'x')",
             "0".repeat(64)
         )
     };
@@ -1069,6 +1069,12 @@ fn rows_leave_only_into_an_archive_and_only_up_to_its_boundary(engine: Engine) -
     refused(
         &mut shell,
         &archive(2, size, &boundary_hash),
+        &["session-ledger: an archive"],
+    );
+    // ... and with the decision log's last position up to it (none here).
+    refused(
+        &mut shell,
+        &archive(1, size, &boundary_hash).replace("', 0, 1, 2,", "', 5, 1, 2,"),
         &["session-ledger: an archive"],
     );
     // Only an ended session is archived.

@@ -28,7 +28,7 @@ INSERT INTO audit_kinds (kind, meaning) VALUES
 CREATE TABLE archives (
     -- The archive's number: 1, 2, 3, ... in the order they were made.
     archive     bigint PRIMARY KEY CHECK (archive >= 1),
-    -- The file, as the operator named it when it was written.
+    -- The file, by its absolute path when it was written.
     file        text NOT NULL CHECK (length(file) BETWEEN 1 AND 4096),
     -- SHA-256 of the file's bytes, 64 lower-case hex digits.
     sha256      text COLLATE "C" NOT NULL CHECK (octet_length(sha256) = 64 AND sha256 !~ '[^0-9a-f]'),
@@ -37,6 +37,9 @@ CREATE TABLE archives (
     -- The chain hash of row trail_size (the genesis hash for 0): the anchor `verify` starts from.
     trail_hash  text COLLATE "C" NOT NULL
                 CHECK (octet_length(trail_hash) = 64 AND trail_hash !~ '[^0-9a-f]'),
+    -- The decision log's last position in batches up to the boundary: positions 1 to log_size
+    -- are in this archive and those before it, and the log goes on from the next.
+    log_size    bigint NOT NULL CHECK (log_size >= 0),
     -- How many trees and sessions the file holds (see `archived_sessions`).
     trees       bigint NOT NULL CHECK (trees >= 0),
     sessions    bigint NOT NULL CHECK (sessions >= trees),
@@ -74,6 +77,8 @@ DECLARE
 BEGIN
     SELECT * INTO last FROM archives ORDER BY archive DESC LIMIT 1;
     IF NEW.archive IS DISTINCT FROM coalesce(last.archive, 0) + 1
+       OR NEW.log_size IS DISTINCT FROM coalesce(
+            (SELECT max(seq) FROM decision_log WHERE batch <= NEW.trail_size), last.log_size, 0)
        OR NOT (
             (last.archive IS NOT NULL AND NEW.trail_size = last.trail_size
              AND NEW.trail_hash = last.trail_hash)
@@ -143,6 +148,10 @@ BEFORE INSERT ON archived_sessions
 FOR EACH ROW EXECUTE FUNCTION archived_sessions_have_ended();
 COMMENT ON TRIGGER archived_sessions_have_ended ON archived_sessions IS
     'session-ledger: C42, only a session that has ended is archived';
+
+-- A label names the session it was copied from (`inherited_from`): removing a session looks
+-- for labels that still name it (the key's check), by this index, not by reading every label.
+CREATE INDEX labels_by_source ON labels (inherited_from) WHERE inherited_from IS NOT NULL;
 
 -- C2 now looks in both places an id can be.
 CREATE OR REPLACE FUNCTION sessions_ids_never_reused() RETURNS trigger
@@ -300,6 +309,32 @@ BEGIN
     ) THEN
         RAISE EXCEPTION USING ERRCODE = 'SL001',
             MESSAGE = 'session-ledger: a tree node must extend the audit tree in order';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- The log goes on from the newest archive's last position once the positions before it left.
+CREATE OR REPLACE FUNCTION decision_log_grows_in_order() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    first bigint;
+    last bigint;
+    n bigint;
+    archived bigint := coalesce((SELECT log_size FROM archives
+                                  WHERE archive = (SELECT max(archive) FROM archives)), 0);
+BEGIN
+    SELECT min(seq), max(seq), count(*) INTO first, last, n FROM new_positions;
+    IF last - first + 1 <> n
+       OR coalesce((SELECT max(seq) FROM decision_log WHERE seq < first), archived) <> first - 1
+       OR (SELECT max(seq) FROM decision_log) <> last
+       OR EXISTS (SELECT 1 FROM new_positions AS p
+                   WHERE NOT EXISTS (SELECT 1 FROM decision_queue AS q WHERE q.id = p.decision)
+                      OR NOT EXISTS (SELECT 1 FROM audit AS a
+                                      WHERE a.seq = p.batch AND a.kind = 'decisions.integrate'))
+    THEN
+        RAISE EXCEPTION USING ERRCODE = 'SL001',
+            MESSAGE = 'session-ledger: a decision must take the next position of the log, from the queue, in an integration batch';
     END IF;
     RETURN NULL;
 END

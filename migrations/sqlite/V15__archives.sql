@@ -32,7 +32,7 @@ INSERT INTO audit_kinds (kind, meaning) VALUES
 CREATE TABLE archives (
     -- The archive's number: 1, 2, 3, ... in the order they were made.
     archive     INTEGER PRIMARY KEY NOT NULL CHECK (archive >= 1),
-    -- The file, as the operator named it when it was written.
+    -- The file, by its absolute path when it was written.
     file        TEXT NOT NULL CHECK (length(file) BETWEEN 1 AND 4096),
     -- SHA-256 of the file's bytes, 64 lower-case hex digits.
     sha256      TEXT NOT NULL CHECK (length(sha256) = 64 AND sha256 NOT GLOB '*[^0-9a-f]*'),
@@ -42,6 +42,9 @@ CREATE TABLE archives (
     trail_size  INTEGER NOT NULL CHECK (trail_size >= 0),
     -- The chain hash of row trail_size (the genesis hash for 0): the anchor `verify` starts from.
     trail_hash  TEXT NOT NULL CHECK (length(trail_hash) = 64 AND trail_hash NOT GLOB '*[^0-9a-f]*'),
+    -- The decision log's last position in batches up to the boundary: positions 1 to log_size
+    -- are in this archive and those before it, and the log goes on from the next.
+    log_size    INTEGER NOT NULL CHECK (log_size >= 0),
     -- How many trees and sessions the file holds. Each tree leaves the live ledger whole, in a
     -- batch of its own; while `archived_sessions` counts fewer sessions for this archive, a
     -- run was stopped between two batches, and the next run finishes it.
@@ -68,13 +71,17 @@ BEGIN
 END;
 
 -- The next number; a boundary that does not go back, and that is either the previous one
--- again or the size of a recorded checkpoint, whose last row's hash it holds.
+-- again or the size of a recorded checkpoint, whose last row's hash it holds; and the decision
+-- log's last position in the batches up to it.
 CREATE TRIGGER archives_follow_a_checkpoint
 BEFORE INSERT ON archives
 WHEN NEW.archive IS NOT coalesce((SELECT max(archive) FROM archives), 0) + 1
+  OR NEW.log_size IS NOT coalesce(
+       (SELECT max(seq) FROM decision_log WHERE batch <= NEW.trail_size),
+       (SELECT log_size FROM archives WHERE archive = NEW.archive - 1), 0)
   OR NOT (
        (NEW.trail_size, NEW.trail_hash) IS
-           (SELECT trail_size, trail_hash FROM archives ORDER BY archive DESC LIMIT 1)
+           (SELECT trail_size, trail_hash FROM archives WHERE archive = NEW.archive - 1)
     OR (NOT EXISTS (SELECT 1 FROM archives) AND NEW.trail_size = 0
         AND NEW.trail_hash = '0000000000000000000000000000000000000000000000000000000000000000')
     OR (NEW.trail_size > coalesce((SELECT max(trail_size) FROM archives), 0)
@@ -123,6 +130,10 @@ BEGIN
     -- contract C42: an archive moves, and says where
     SELECT RAISE(ABORT, 'session-ledger: only a session that has ended is archived, once');
 END;
+
+-- A label names the session it was copied from (`inherited_from`): removing a session looks
+-- for labels that still name it, by this index, not by reading every label.
+CREATE INDEX labels_by_source ON labels (inherited_from) WHERE inherited_from IS NOT NULL;
 
 -- C2 now looks in both places an id can be.
 DROP TRIGGER sessions_ids_never_reused;
@@ -222,6 +233,20 @@ WHEN EXISTS (SELECT 1 FROM audit_tree WHERE level = NEW.level AND idx = NEW.idx)
 BEGIN
     -- contract C36: the audit tree only grows
     SELECT RAISE(ABORT, 'session-ledger: a tree node must extend the audit tree in order');
+END;
+
+-- The log goes on from the newest archive's last position once the positions before it left.
+DROP TRIGGER decision_log_grows_in_order;
+CREATE TRIGGER decision_log_grows_in_order
+BEFORE INSERT ON decision_log
+WHEN NEW.seq <> coalesce((SELECT max(seq) FROM decision_log),
+                         (SELECT log_size FROM archives
+                           WHERE archive = (SELECT max(archive) FROM archives)), 0) + 1
+  OR NOT EXISTS (SELECT 1 FROM decision_queue WHERE id = NEW.decision)
+  OR NOT EXISTS (SELECT 1 FROM audit WHERE seq = NEW.batch AND kind = 'decisions.integrate')
+BEGIN
+    -- contract C39: the decision log grows in order
+    SELECT RAISE(ABORT, 'session-ledger: a decision must take the next position of the log, from the queue, in an integration batch');
 END;
 
 -- Where each archived session went, for `sqlite3`: the archive's file and when it was made.

@@ -264,10 +264,14 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// `Corruption` for a row the library cannot read back.
+    /// `Archived` when rows after `after` left with an archive (the feed resumes from the
+    /// archives' files, then from the newest archive's boundary); `Corruption` for a row the
+    /// library cannot read back.
     pub fn audit_after(&self, after: i64, limit: u32) -> Result<Vec<AuditEntry>> {
         let to = after.saturating_add(1).saturating_add(i64::from(limit));
-        self.storage.read(|r| {
+        self.storage.snapshot(|r| {
+            // A reader that kept a place before the boundary would skip what left: say so.
+            tree::refuse_archived(r, u64::try_from(after).unwrap_or(0))?;
             r.audit_rows(&AuditFilter {
                 session: None,
                 subtree: None,

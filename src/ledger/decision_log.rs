@@ -145,7 +145,8 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// `InvalidConfig` for a limit outside 1 to 10,000; [`Error::Storage`](crate::Error::Storage).
+    /// `InvalidConfig` for a limit outside 1 to 10,000; `Archived` when positions after
+    /// `after` left with an archive; [`Error::Storage`](crate::Error::Storage).
     pub fn decisions_after(&self, after: u64, limit: u32) -> Result<Vec<DecisionRecord>> {
         if !(1..=10_000).contains(&limit) {
             return Err(InputError::InvalidConfig(format!(
@@ -155,10 +156,22 @@ impl Ledger {
         }
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         self.storage.read(|r| {
-            r.logged_after(after, limit)?
-                .into_iter()
-                .map(decision_log::record_of)
-                .collect()
+            let rows = r.logged_after(after, limit)?;
+            // Positions have no gaps (C39): one missing after `after` left with an archive,
+            // and a reader resuming here would skip it.
+            if let Some(first) = rows.first().and_then(|row| row.seq) {
+                if first > after + 1 {
+                    return Err(Conflict::Archived(format!(
+                        "decision log positions {} to {} left with an archive: read them from \
+                         the archives' files (their decision_records view), then resume after {}",
+                        after + 1,
+                        first - 1,
+                        first - 1
+                    ))
+                    .into());
+                }
+            }
+            rows.into_iter().map(decision_log::record_of).collect()
         })
     }
 

@@ -21,7 +21,7 @@ use super::{Row, Table, TreeNode};
 pub(crate) struct ArchiveRow {
     /// Its number: 1, 2, 3, ...
     pub(crate) archive: i64,
-    /// The file, as named when it was written.
+    /// The file, by its absolute path when it was written.
     pub(crate) file: String,
     /// SHA-256 of the file's bytes, 64 lower-case hex digits.
     pub(crate) sha256: String,
@@ -29,6 +29,8 @@ pub(crate) struct ArchiveRow {
     pub(crate) trail_size: u64,
     /// The chain hash of the boundary's last row (the genesis hash at 0).
     pub(crate) trail_hash: String,
+    /// The decision log's last position in batches up to the boundary.
+    pub(crate) log_size: u64,
     /// How many trees and sessions the file holds.
     pub(crate) trees: u64,
     pub(crate) sessions: u64,
@@ -96,6 +98,10 @@ pub(crate) trait ArchiveReads {
     /// How many sessions have left the live ledger with the archive `archive`, through the
     /// index on `archived_sessions.archive`.
     fn archived_count(&mut self, archive: i64) -> Result<u64>;
+
+    /// The decision log's last position in batches whose audit row is at or before
+    /// `boundary` (the newest archive's when none is), through `decision_log_by_batch`.
+    fn log_size_at(&mut self, boundary: u64) -> Result<u64>;
 }
 
 /// Removing what an archive holds. Each is refused by the database unless the archive row (or

@@ -19,8 +19,8 @@ use crate::storage::{
 /// The columns [`archive_of`] reads.
 macro_rules! archive_columns {
     () => {
-        "a.archive, a.file, a.sha256, a.trail_size, a.trail_hash, a.trees, a.sessions, \
-         a.made_at, a.made_by"
+        "a.archive, a.file, a.sha256, a.trail_size, a.trail_hash, a.log_size, a.trees, \
+         a.sessions, a.made_at, a.made_by"
     };
 }
 
@@ -48,8 +48,9 @@ pub(super) const ROOTS_ENDED_BEFORE: &str = "SELECT seq, id FROM sessions
       ORDER BY created_at, seq";
 
 pub(super) const APPEND_ARCHIVE: &str = "INSERT INTO archives
-         (archive, file, sha256, trail_size, trail_hash, trees, sessions, made_at, made_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+         (archive, file, sha256, trail_size, trail_hash, log_size, trees, sessions, made_at,
+          made_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
 /// A tree's sessions moved out: their archived rows, then what names them, then the sessions
 /// themselves in one statement (so each creator leaves with its children), each statement
@@ -97,6 +98,12 @@ pub(super) const NODES_IN: &str = "SELECT idx, hash FROM audit_tree
 
 pub(super) const FIRST_AUDIT_SEQ: &str = "SELECT min(seq) AS seq FROM audit";
 
+/// The log's last position in batches up to a boundary, or the newest archive's.
+pub(super) const LOG_SIZE_AT: &str = "SELECT coalesce(
+         (SELECT max(seq) FROM decision_log WHERE batch <= $1),
+         (SELECT log_size FROM archives WHERE archive = (SELECT max(archive) FROM archives)),
+         0) AS n";
+
 pub(super) const ARCHIVED_COUNT: &str =
     "SELECT count(*) AS n FROM archived_sessions WHERE archive = $1";
 
@@ -114,6 +121,7 @@ fn archive_of(row: &PgRow) -> Result<ArchiveRow> {
         sha256: row.try_get("sha256")?,
         trail_size: count("trail_size")?,
         trail_hash: row.try_get("trail_hash")?,
+        log_size: count("log_size")?,
         trees: count("trees")?,
         sessions: count("sessions")?,
         made_at: row.try_get("made_at")?,
@@ -251,6 +259,13 @@ impl ArchiveReads for Conn<'_> {
         }
     }
 
+    fn log_size_at(&mut self, boundary: u64) -> Result<u64> {
+        let n: i64 = self
+            .row(LOG_SIZE_AT, &[&int(boundary)])?
+            .map_or(Ok(0), |row| row.try_get("n"))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn archived_count(&mut self, archive: i64) -> Result<u64> {
         let n: i64 = self
             .row(ARCHIVED_COUNT, &[&archive])?
@@ -269,6 +284,7 @@ impl ArchiveWrites for Tx<'_> {
                 &row.sha256,
                 &int(row.trail_size),
                 &row.trail_hash,
+                &int(row.log_size),
                 &int(row.trees),
                 &int(row.sessions),
                 &row.made_at,

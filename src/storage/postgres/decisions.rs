@@ -128,8 +128,10 @@ pub(super) const QUEUED: &str =
 /// How many records wait. The queue holds only what is not integrated yet.
 pub(super) const QUEUED_COUNT: &str = "SELECT count(*) AS n FROM decision_queue";
 
-/// The log's last position.
-pub(super) const LOG_SIZE: &str = "SELECT coalesce(max(seq), 0) AS n FROM decision_log";
+/// The log's last position; the newest archive's last one when every position left with it.
+pub(super) const LOG_SIZE: &str = "SELECT coalesce((SELECT max(seq) FROM decision_log),
+         (SELECT log_size FROM archives WHERE archive = (SELECT max(archive) FROM archives)),
+         0) AS n";
 
 /// A batch's records, by position, through `decision_log_by_batch`.
 pub(super) const BATCH: &str = "SELECT d.id, d.record, d.at, d.session_id, d.tree, d.tool, d.input,

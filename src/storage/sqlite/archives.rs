@@ -19,8 +19,8 @@ use crate::storage::{
 /// The columns [`archive_of`] reads.
 macro_rules! archive_columns {
     () => {
-        "a.archive, a.file, a.sha256, a.trail_size, a.trail_hash, a.trees, a.sessions, \
-         a.made_at, a.made_by"
+        "a.archive, a.file, a.sha256, a.trail_size, a.trail_hash, a.log_size, a.trees, \
+         a.sessions, a.made_at, a.made_by"
     };
 }
 
@@ -53,9 +53,10 @@ pub(super) const ROOTS_ENDED_BEFORE: &str =
       ORDER BY created_at, seq";
 
 pub(super) const APPEND_ARCHIVE: &str = "INSERT INTO archives
-         (archive, file, sha256, trail_size, trail_hash, trees, sessions, made_at, made_by)
-     VALUES (:archive, :file, :sha256, :trail_size, :trail_hash, :trees, :sessions, :made_at,
-             :made_by)";
+         (archive, file, sha256, trail_size, trail_hash, log_size, trees, sessions, made_at,
+          made_by)
+     VALUES (:archive, :file, :sha256, :trail_size, :trail_hash, :log_size, :trees, :sessions,
+             :made_at, :made_by)";
 
 /// A tree's sessions, deepest first, so that each leaves before its creator.
 pub(super) const TREE_SESSIONS: &str = concat!(
@@ -98,6 +99,12 @@ pub(super) const NODES_IN: &str = "SELECT idx, hash FROM audit_tree
 /// The lowest seq of the trail still stored: one descent of the key.
 pub(super) const FIRST_AUDIT_SEQ: &str = "SELECT min(seq) FROM audit";
 
+/// The log's last position in batches up to a boundary, or the newest archive's.
+pub(super) const LOG_SIZE_AT: &str = "SELECT coalesce(
+         (SELECT max(seq) FROM decision_log WHERE batch <= :boundary),
+         (SELECT log_size FROM archives WHERE archive = (SELECT max(archive) FROM archives)),
+         0)";
+
 /// How many sessions left with one archive, through `archived_sessions_by_archive`.
 pub(super) const ARCHIVED_COUNT: &str =
     "SELECT count(*) FROM archived_sessions WHERE archive = :archive";
@@ -116,6 +123,7 @@ fn archive_of(row: &SqlRow<'_>) -> Result<ArchiveRow> {
         sha256: row.get("sha256")?,
         trail_size: count("trail_size")?,
         trail_hash: row.get("trail_hash")?,
+        log_size: count("log_size")?,
         trees: count("trees")?,
         sessions: count("sessions")?,
         made_at: time("archives.made_at", &row.get::<_, String>("made_at")?)?,
@@ -285,6 +293,14 @@ impl ArchiveReads for Conn<'_> {
         Ok(stmt.query_row([], |row| row.get(0))?)
     }
 
+    fn log_size_at(&mut self, boundary: u64) -> Result<u64> {
+        let mut stmt = self.conn.prepare_cached(LOG_SIZE_AT)?;
+        let n: i64 = stmt.query_row(named_params! { ":boundary": int(boundary) }, |row| {
+            row.get(0)
+        })?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn archived_count(&mut self, archive: i64) -> Result<u64> {
         let mut stmt = self.conn.prepare_cached(ARCHIVED_COUNT)?;
         let n: i64 = stmt.query_row(named_params! { ":archive": archive }, |row| row.get(0))?;
@@ -301,6 +317,7 @@ impl ArchiveWrites for Tx<'_> {
             ":sha256": row.sha256,
             ":trail_size": int(row.trail_size),
             ":trail_hash": row.trail_hash,
+            ":log_size": int(row.log_size),
             ":trees": int(row.trees),
             ":sessions": int(row.sessions),
             ":made_at": format_ts(row.made_at),

@@ -49,6 +49,10 @@ pub fn describe(run: &ArchiveRun, to: &Path) -> String {
             }
         }
     }
+    lines.push(format!(
+        "the longest of its write transactions held the write lock {:.1} ms",
+        run.longest_batch_us as f64 / 1e3
+    ));
     lines.join("\n")
 }
 
