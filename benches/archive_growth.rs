@@ -60,7 +60,7 @@ struct Costs {
 }
 
 /// The operations of [`Costs`], on `ledger`, on the trees of `day`, against `previous`.
-fn measure(ledger: &Ledger, day: usize, previous: &str, key: &SignerKey) -> Costs {
+fn measure(ledger: &Ledger, day: usize, trees: usize, previous: &str, key: &SignerKey) -> Costs {
     let time = |n: usize, mut call: Box<dyn FnMut(usize) + '_>| -> Duration {
         median(
             (0..n)
@@ -95,14 +95,16 @@ fn measure(ledger: &Ledger, day: usize, previous: &str, key: &SignerKey) -> Cost
         2_000,
         Box::new(|i| {
             ledger
-                .state(&format!("d{day}-t{}-c1", i % 1_000))
+                .state(&format!("d{day}-t{}-c1", i % trees))
                 .expect("state");
         }),
     );
     let tree = time(
         500,
         Box::new(|i| {
-            ledger.tree(&format!("d{day}-t{i}")).expect("tree");
+            ledger
+                .tree(&format!("d{day}-t{}", i % trees))
+                .expect("tree");
         }),
     );
     let mut fast = CheckpointOptions::default();
@@ -177,11 +179,19 @@ fn in_use(place: &Place) -> u64 {
 /// process would be.
 const BESIDE_EVERY: Duration = Duration::from_millis(5);
 
-/// The longest a writer creating roots on `place` waited for one, while `during` runs.
-fn longest_wait(place: &Place, day: usize, what: &str, during: impl FnOnce()) -> Duration {
+/// The longest a writer creating roots on `place` (opened with `config`, the simulation's
+/// clock included) waited for one, while `during` runs.
+fn longest_wait(
+    place: &Place,
+    config: &Config,
+    day: usize,
+    what: &str,
+    during: impl FnOnce(),
+) -> Duration {
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (stop, ledger) = (Arc::clone(&stop), place.open());
+        let ledger = Ledger::open_with(place.path(), config.clone()).expect("writer");
+        let stop = Arc::clone(&stop);
         let what = what.to_owned();
         std::thread::spawn(move || {
             let mut longest = Duration::ZERO;
@@ -224,7 +234,7 @@ fn main() {
         config.clone().synchronous(Synchronous::Normal),
     )
     .expect("builder");
-    let ledger = Ledger::open_with(place.path(), config).expect("ledger");
+    let ledger = Ledger::open_with(place.path(), config.clone()).expect("ledger");
     let key = SignerKey::generate("example.org/ledger").expect("key");
     // A session that lives through every day, for `decide`.
     builder.create_root("keeper", ACTOR).expect("keeper");
@@ -260,7 +270,7 @@ fn main() {
         let mut took = Duration::ZERO;
         let mut made = None;
         let mut held_us = 0;
-        let longest = longest_wait(&place, day, "archive", || {
+        let longest = longest_wait(&place, &config, day, "archive", || {
             let started = Instant::now();
             let run = ledger
                 .archive(&file, &ArchiveRequest::before(cut), ACTOR)
@@ -269,7 +279,7 @@ fn main() {
             held_us = run.longest_batch_us;
             made = run.made;
         });
-        let quiet = longest_wait(&place, day, "quiet", || std::thread::sleep(took));
+        let quiet = longest_wait(&place, &config, day, "quiet", || std::thread::sleep(took));
         let made = made.expect("a day's archive");
         println!(
             "{day:>3}  {:>9.2}  {:>5}  {:>8}  {:>10}  {:>8.1}  {:>10.1}  {:>7.1}  {:>16.2}  {:>8.2}",
@@ -284,7 +294,7 @@ fn main() {
             quiet.as_secs_f64() * 1e3,
         );
         if day == keep + 1 || day == days {
-            measured.push((day, measure(&ledger, day, &previous, &key)));
+            measured.push((day, measure(&ledger, day, trees, &previous, &key)));
         }
         previous = signed.note;
     }

@@ -54,6 +54,9 @@ const TREES_PER_BATCH: usize = 50;
 /// How many of the trail's rows leave in one transaction.
 const TRAIL_ROWS_PER_BATCH: u64 = 2_000;
 
+/// How many decision records leave in one transaction.
+const RECORDS_PER_BATCH: u32 = 2_000;
+
 /// How many nodes of the audit tree leave in one transaction.
 const NODES_PER_BATCH: u32 = 4_000;
 
@@ -553,9 +556,11 @@ fn tree_rows(r: &mut dyn Read, roots: &[String]) -> Result<Vec<TreeRows>> {
     Ok(out)
 }
 
-/// Removes the trail's rows up to `boundary`, then the tree's nodes behind its frontier,
-/// each a batch at a time.
+/// Removes the trail's rows up to `boundary`: the decision records of its batches first (a
+/// day's batch can hold tens of thousands), then its audit rows with their checkpoints, then
+/// the tree's nodes behind its frontier, each a batch at a time.
 fn remove_trail(batches: &mut Batches<'_>, boundary: u64) -> Result<()> {
+    while batches.run(|tx| tx.remove_records(boundary, RECORDS_PER_BATCH))? > 0 {}
     loop {
         let Some(first) = batches.storage.read(|r| r.first_audit_seq())? else {
             break;

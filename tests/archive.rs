@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use common::{Engine, TestResult};
+use common::{Engine, Random, TestResult};
 use session_ledger::{
     ArchiveRequest, AskedBy, AuditQuery, CheckpointOptions, Config, Conflict, Error, Ledger,
     PostureLevel, ReadOnly, SignerKey,
@@ -377,18 +377,6 @@ engine_tests! {
     an_archive_never_takes_a_tree_with_a_session_still_running,
     an_archive_killed_at_any_moment_leaves_every_tree_live_or_archived_and_the_next_run_finishes,
     the_command_line_archives_checks_an_archive_and_says_where_a_session_went,
-}
-
-/// A small xorshift, seeded from the clock and printed, for kill times.
-struct Random(u64);
-
-impl Random {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 const BIN: &str = env!("CARGO_BIN_EXE_session-ledger");

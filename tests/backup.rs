@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{tamper_at, Engine, TestResult};
+use common::{tamper_at, Engine, Random, TestResult};
 
 /// What a helper returns: a value, or why not.
 type Outcome<T> = Result<T, Box<dyn std::error::Error>>;
@@ -342,18 +342,6 @@ fn a_backup_is_restored_against_a_checkpoint_only_when_its_trail_extends_it() ->
     assert!(restored.ok, "{restored:?}");
     assert_eq!(verified(&to)?.audit_head()?, after.head);
     Ok(())
-}
-
-/// A tiny random stream (xorshift), seeded from the clock and printed, for the kill times.
-struct Random(u64);
-
-impl Random {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 /// `session-ledger backup` killed with SIGKILL at random moments while writer processes

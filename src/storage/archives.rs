@@ -119,6 +119,10 @@ pub(crate) trait ArchiveWrites {
     /// rows.
     fn remove_trail(&mut self, after: u64, upto: u64) -> Result<u64>;
 
+    /// Removes at most `limit` positions of the decision log whose batch's audit row is at or
+    /// before `boundary`, oldest first, and their records. Returns how many.
+    fn remove_records(&mut self, boundary: u64, limit: u32) -> Result<u64>;
+
     /// Removes at most `limit` stored nodes of the audit tree that no proof past `boundary`
     /// needs. Returns how many.
     fn prune_tree(&mut self, boundary: u64, limit: u32) -> Result<u64>;

@@ -584,3 +584,17 @@ pub fn audit_leaves(
     }
     Ok(String::from_utf8(out.stdout)?)
 }
+
+/// A small xorshift, for kill times and other random choices of a sweep: seed it from the
+/// clock and print the seed, so that a failing run can be repeated.
+pub struct Random(pub u64);
+
+impl Random {
+    /// A number below `n` (0 for `n` of 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}

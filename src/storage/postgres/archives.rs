@@ -87,6 +87,13 @@ pub(super) const REMOVE_LOG_AND_RECORDS: &str = "WITH gone AS (
          DELETE FROM decision_log WHERE batch > $1 AND batch <= $2 RETURNING decision)
      SELECT decision FROM gone";
 pub(super) const REMOVE_DECISIONS: &str = "DELETE FROM decisions WHERE id = ANY($1)";
+/// The oldest positions of batches up to a boundary, at most `$2`, by `decision_log_by_batch`.
+pub(super) const REMOVE_OLDEST_LOG: &str = "WITH gone AS (
+         DELETE FROM decision_log
+          WHERE seq IN (SELECT seq FROM decision_log WHERE batch <= $1
+                         ORDER BY batch, seq LIMIT $2)
+         RETURNING decision)
+     SELECT decision FROM gone";
 pub(super) const REMOVE_AUDIT: &str = "DELETE FROM audit WHERE seq > $1 AND seq <= $2";
 
 pub(super) const PRUNE_LEVEL: &str = "DELETE FROM audit_tree
@@ -318,6 +325,19 @@ impl ArchiveWrites for Tx<'_> {
             self.read.execute(REMOVE_DECISIONS, &[&decisions])?;
         }
         self.read.execute(REMOVE_AUDIT, &[&after, &upto])
+    }
+
+    fn remove_records(&mut self, boundary: u64, limit: u32) -> Result<u64> {
+        let decisions: Vec<i64> = self
+            .read
+            .rows(REMOVE_OLDEST_LOG, &[&int(boundary), &i64::from(limit)])?
+            .iter()
+            .map(|row| row.try_get("decision"))
+            .collect::<std::result::Result<_, _>>()?;
+        if !decisions.is_empty() {
+            self.read.execute(REMOVE_DECISIONS, &[&decisions])?;
+        }
+        Ok(decisions.len() as u64)
     }
 
     fn prune_tree(&mut self, boundary: u64, limit: u32) -> Result<u64> {

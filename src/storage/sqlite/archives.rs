@@ -8,7 +8,7 @@ use rusqlite::{named_params, OptionalExtension, Row as SqlRow};
 
 use super::columns::time;
 use super::sessions::subtree_walk;
-use super::transfer::value;
+use super::transfer::table_rows;
 use super::{Conn, Tx};
 use crate::clock::format_ts;
 use crate::error::{Corruption, Result};
@@ -84,6 +84,12 @@ pub(super) const REMOVE_CHECKPOINTS: &str =
 pub(super) const REMOVE_LOG: &str =
     "DELETE FROM decision_log WHERE batch > :after AND batch <= :upto RETURNING decision";
 pub(super) const REMOVE_DECISION: &str = "DELETE FROM decisions WHERE id = :id";
+/// The oldest positions of batches up to a boundary, at most `:limit`, by
+/// `decision_log_by_batch`.
+pub(super) const REMOVE_OLDEST_LOG: &str = "DELETE FROM decision_log
+      WHERE seq IN (SELECT seq FROM decision_log WHERE batch <= :upto
+                     ORDER BY batch, seq LIMIT :limit)
+  RETURNING decision";
 pub(super) const REMOVE_AUDIT: &str = "DELETE FROM audit WHERE seq > :after AND seq <= :upto";
 
 /// The nodes of one level wholly left of the boundary's frontier, at most `:limit`.
@@ -231,18 +237,7 @@ impl ArchiveReads for Conn<'_> {
     ) -> Result<()> {
         let sql = part_sql(table, part)?;
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let columns = table.columns();
-        let mut read = |rows: &mut rusqlite::Rows<'_>| -> Result<()> {
-            while let Some(row) = rows.next()? {
-                let mut values = Vec::with_capacity(columns.len());
-                for (i, (name, kind)) in columns.iter().enumerate() {
-                    let column = format!("{}.{name}", table.name());
-                    values.push(value(&column, *kind, row.get_ref(i)?)?);
-                }
-                each(values)?;
-            }
-            Ok(())
-        };
+        let mut read = |rows: &mut rusqlite::Rows<'_>| table_rows(table, rows, each);
         match part {
             Part::Whole => read(&mut stmt.query([])?),
             Part::Trees(roots) => {
@@ -367,6 +362,22 @@ impl ArchiveWrites for Tx<'_> {
         }
         let rows = conn.prepare_cached(REMOVE_AUDIT)?.execute(range)?;
         Ok(rows as u64)
+    }
+
+    fn remove_records(&mut self, boundary: u64, limit: u32) -> Result<u64> {
+        let conn = self.conn();
+        let decisions = conn
+            .prepare_cached(REMOVE_OLDEST_LOG)?
+            .query_map(
+                named_params! { ":upto": int(boundary), ":limit": i64::from(limit) },
+                |row| row.get::<_, i64>(0),
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut remove = conn.prepare_cached(REMOVE_DECISION)?;
+        for id in &decisions {
+            remove.execute(named_params! { ":id": id })?;
+        }
+        Ok(decisions.len() as u64)
     }
 
     fn prune_tree(&mut self, boundary: u64, limit: u32) -> Result<u64> {

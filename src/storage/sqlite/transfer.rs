@@ -23,21 +23,31 @@ impl ExportReads for Conn<'_> {
         );
         let mut stmt = self.conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let mut values = Vec::with_capacity(columns.len());
-            for (i, (name, kind)) in columns.iter().enumerate() {
-                let column = format!("{}.{name}", table.name());
-                values.push(value(&column, *kind, row.get_ref(i)?)?);
-            }
-            each(values)?;
-        }
-        Ok(())
+        table_rows(table, &mut rows, each)
     }
+}
+
+/// Calls `each` on every row of `rows`, which holds `table`'s columns in their order.
+pub(super) fn table_rows(
+    table: Table,
+    rows: &mut rusqlite::Rows<'_>,
+    each: &mut dyn FnMut(Row) -> Result<()>,
+) -> Result<()> {
+    let columns = table.columns();
+    while let Some(row) = rows.next()? {
+        let mut values = Vec::with_capacity(columns.len());
+        for (i, (name, kind)) in columns.iter().enumerate() {
+            let column = format!("{}.{name}", table.name());
+            values.push(value(&column, *kind, row.get_ref(i)?)?);
+        }
+        each(values)?;
+    }
+    Ok(())
 }
 
 /// A stored value as the copy carries it; a value of another type than the column's kind (which
 /// the schema's `STRICT` and `CHECK`s keep out) is corruption.
-pub(super) fn value(column: &str, kind: Kind, stored: ValueRef<'_>) -> Result<Value> {
+fn value(column: &str, kind: Kind, stored: ValueRef<'_>) -> Result<Value> {
     let wrong = || Corruption::new(format!("{column} holds a value of the wrong type")).into();
     Ok(match (kind, stored) {
         (_, ValueRef::Null) => Value::Null,

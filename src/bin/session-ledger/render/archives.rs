@@ -4,7 +4,7 @@ use std::path::Path;
 
 use session_ledger::{ArchiveRun, ArchiveVerification, ArchivedSession};
 
-use super::count;
+use super::text::{count, finding_lines};
 
 /// `archive`'s text: the archive made (or that there was nothing to take), and the earlier
 /// archive whose move this run finished, if any.
@@ -58,14 +58,7 @@ pub fn describe(run: &ArchiveRun, to: &Path) -> String {
 
 /// `verify --archive`'s text: a line per check, then a summary.
 pub fn describe_verification(v: &ArchiveVerification) -> String {
-    let mut lines = Vec::new();
-    for f in &v.findings {
-        let status = match &f.problem {
-            None => format!("valid: {}", f.why),
-            Some(word) => format!("INVALID ({word}): {}", f.why),
-        };
-        lines.push(format!("{:<12} {:<40} {status}", f.check, f.place));
-    }
+    let mut lines = finding_lines(&v.findings);
     let what = format!(
         "archive {} ({}): audit rows {} to {}, {}, {}",
         v.archive,

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use session_ledger::{CheckpointVerification, ReceiptCheck, RecordedCheckpoint};
 
-use super::text::count;
+use super::text::{count, finding_lines};
 use crate::error::CliError;
 
 /// `checkpoint list`'s text: one line per checkpoint.
@@ -28,14 +28,7 @@ pub fn print_list(out: &mut dyn Write, list: &[RecordedCheckpoint]) -> Result<()
 
 /// `verify --checkpoint`'s text.
 pub fn describe(v: &CheckpointVerification, saved: Option<&str>) -> String {
-    let mut lines = Vec::new();
-    for f in &v.findings {
-        let status = match &f.problem {
-            None => format!("valid: {}", f.why),
-            Some(word) => format!("INVALID ({word}): {}", f.why),
-        };
-        lines.push(format!("{:<12} {:<40} {status}", f.check, f.place));
-    }
+    let mut lines = finding_lines(&v.findings);
     for skipped in &v.not_checked {
         lines.push(format!("{:<12} {:<40} not checked: {skipped}", "fast", ""));
     }

@@ -28,3 +28,17 @@ pub(super) fn count(n: usize, one: &str, many: &str) -> String {
         format!("{n} {many}")
     }
 }
+
+/// One line per check of a verification: what, where, and valid or INVALID with why.
+pub(super) fn finding_lines(findings: &[session_ledger::Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .map(|f| {
+            let status = match &f.problem {
+                None => format!("valid: {}", f.why),
+                Some(word) => format!("INVALID ({word}): {}", f.why),
+            };
+            format!("{:<12} {:<40} {status}", f.check, f.place)
+        })
+        .collect()
+}
