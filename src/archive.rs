@@ -17,8 +17,9 @@
 //! 2. One short write transaction records the archive (its row, which the database checks
 //!    against the checkpoint and the chain, and its `archive.make` audit row). Before it commits
 //!    everything is live; once it has, the archive is made.
-//! 3. The rows leave in batches, each a short write transaction: the trail a range of rows at a
-//!    time, the tree's nodes a batch at a time, the trees a few at a time, each tree whole
+//! 3. The rows leave in batches, each a short write transaction followed by a pause as long
+//!    as it held the lock: the decision records of the trail's batches, then its audit rows, a
+//!    range at a time, then the tree's nodes, then the trees a few at a time, each tree whole
 //!    (every session of it gets its `archived_sessions` row in the transaction that removes
 //!    it, after its rows there were compared with the file's). A run stopped between two
 //!    batches is finished by the next run, which starts by finishing the last archive.
