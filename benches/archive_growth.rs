@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! cargo bench --bench archive_growth                                   # SQLite
+//! BENCH_ENGINES=postgres scripts/with-postgres --durable cargo bench --bench archive_growth
 //! GROWTH_DAYS=10 GROWTH_SESSIONS=20000 cargo bench --bench archive_growth   # a short run
 //! ```
 //!
@@ -12,17 +13,20 @@
 //! the day's end; then the archive of the trees that ended before the cut-off (the start of
 //! the day `GROWTH_KEEP - 1` days back) and of the trail up to the checkpoint signed before it.
 //! The ledger's clock is a `ManualClock`, one simulated day a day. The writes that build a day
-//! run with `synchronous=NORMAL` (the sim measures growth, not fsyncs); the operations measured
-//! run on a handle with the default `Config`.
+//! do not wait for the disk (SQLite's `synchronous=NORMAL`, PostgreSQL's
+//! `synchronous_commit=off`: the sim measures growth, not syncs); the operations measured, the
+//! archive and the writer beside it run on handles with the default `Config`, every commit
+//! synced.
 //!
 //! Measured on the first day with an archive and on the last, after that day's archive, each
 //! the median of its calls: `create_root`, `decide` on a live session, `state` of a
 //! materialized session, `tree` of a five-session tree, and `verify_checkpoint --fast` against
 //! the day before's checkpoint (which reads the day's rows). Each day prints the archive's
 //! time, the file's size and its pages in use, the longest the archive held the write lock at a
-//! time (`ArchiveRun::longest_batch_us`), and the longest wait of a writer creating (and
-//! ending) a root every 5 ms beside the archive, against the same writer beside nothing for as
-//! long.
+//! time (`ArchiveRun::longest_batch_us`), and what a writer creating (and ending) a root every
+//! 5 ms beside the archive waited for each create (the longest, the 99th percentile, how many
+//! over 50 ms), against the same writer beside nothing for as long; the kernel's dirty pages are
+//! written back before each of the two (`sync`), so neither pays for the writes before it.
 
 mod support;
 
@@ -33,7 +37,6 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeDelta, Utc};
 use session_ledger::{
     ArchiveRequest, CheckpointOptions, Config, Ledger, ManualClock, ReadOnly, SignerKey,
-    Synchronous,
 };
 use support::{Engine, Place, ACTOR};
 
@@ -155,8 +158,12 @@ fn live_a_day(builder: &Ledger, clock: &ManualClock, day: usize, trees: usize) {
     }
 }
 
-/// The file's pages in use, in bytes: its size less its free pages.
+/// The ledger's pages in use, in bytes: a SQLite file's size less its free pages; on
+/// PostgreSQL the tables' and indexes' size, free space within them included.
 fn in_use(place: &Place) -> u64 {
+    if place.engine() == Engine::Postgres {
+        return place.size_bytes();
+    }
     let conn = rusqlite::Connection::open_with_flags(
         place.path(),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
@@ -179,62 +186,83 @@ fn in_use(place: &Place) -> u64 {
 /// process would be.
 const BESIDE_EVERY: Duration = Duration::from_millis(5);
 
-/// The longest a writer creating roots on `place` (opened with `config`, the simulation's
-/// clock included) waited for one, while `during` runs.
-fn longest_wait(
-    place: &Place,
-    config: &Config,
-    day: usize,
-    what: &str,
-    during: impl FnOnce(),
-) -> Duration {
+/// What a writer beside waited, per create.
+struct Waits {
+    longest: Duration,
+    p99: Duration,
+    over_50ms: usize,
+    count: usize,
+}
+
+/// What a writer creating roots on `place` (opened with `config`, the simulation's clock
+/// included) waited for each, while `during` runs. The kernel's dirty pages are written back
+/// first (`sync`), so that neither phase pays for the writes of the one before it.
+fn waits(place: &Place, config: &Config, day: usize, what: &str, during: impl FnOnce()) -> Waits {
+    let synced = std::process::Command::new("sync").status().expect("sync");
+    assert!(synced.success(), "sync failed");
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let ledger = Ledger::open_with(place.path(), config.clone()).expect("writer");
+        let ledger = place.open_with(config.clone());
         let stop = Arc::clone(&stop);
         let what = what.to_owned();
         std::thread::spawn(move || {
-            let mut longest = Duration::ZERO;
+            let mut waits = Vec::new();
             let mut i = 0;
             while !stop.load(Ordering::SeqCst) {
                 let started = Instant::now();
                 ledger
                     .create_root(&format!("w{day}-{what}-{i}"), ACTOR)
                     .expect("create beside");
-                longest = longest.max(started.elapsed());
+                waits.push(started.elapsed());
                 ledger
                     .end(&format!("w{day}-{what}-{i}"), ACTOR)
                     .expect("end");
                 i += 1;
                 std::thread::sleep(BESIDE_EVERY);
             }
-            longest
+            waits
         })
     };
     during();
     stop.store(true, Ordering::SeqCst);
-    writer.join().expect("writer")
+    let mut waits = writer.join().expect("writer");
+    waits.sort();
+    Waits {
+        longest: waits.last().copied().unwrap_or_default(),
+        p99: waits
+            .get(waits.len() * 99 / 100)
+            .copied()
+            .unwrap_or_default(),
+        over_50ms: waits
+            .iter()
+            .filter(|w| **w > Duration::from_millis(50))
+            .count(),
+        count: waits.len(),
+    }
 }
 
 fn main() {
     let days = setting("GROWTH_DAYS", 30);
     let sessions = setting("GROWTH_SESSIONS", 100_000);
     let keep = setting("GROWTH_KEEP", 7);
+    for engine in support::engines() {
+        simulate(engine, days, sessions, keep);
+    }
+}
+
+/// The simulation of the module comment, on `engine`.
+fn simulate(engine: Engine, days: usize, sessions: usize, keep: usize) {
     let trees = sessions / 5;
     let start: DateTime<Utc> = "2026-01-01T00:00:00.000Z".parse().expect("a time");
     let clock = Arc::new(ManualClock::new(start));
-    let place = Place::new(Engine::Sqlite);
+    let place = Place::new(engine);
     let config = Config::default()
         .create_if_missing(true)
         .clock(clock.clone())
         .max_live_children(u32::MAX)
         .creation_rate(u32::MAX, Duration::from_secs(1));
-    let builder = Ledger::open_with(
-        place.path(),
-        config.clone().synchronous(Synchronous::Normal),
-    )
-    .expect("builder");
-    let ledger = Ledger::open_with(place.path(), config.clone()).expect("ledger");
+    let builder = place.open_unsynced(config.clone());
+    let ledger = place.open_with(config.clone());
     let key = SignerKey::generate("example.org/ledger").expect("key");
     // A session that lives through every day, for `decide`.
     builder.create_root("keeper", ACTOR).expect("keeper");
@@ -242,15 +270,20 @@ fn main() {
         .create_child("keeper-1", "keeper", ACTOR)
         .expect("keeper-1");
     let dir = tempfile::tempdir().expect("a folder for the archives");
-    println!("{days} days of {sessions} sessions ({trees} trees of 5), archived after {keep} days");
     println!(
-        "day  archive_s  trees  sessions  audit_rows  file_MiB  in_use_MiB  held_ms  longest_write_ms  quiet_ms"
+        "{}: {days} days of {sessions} sessions ({trees} trees of 5), archived after {keep} days",
+        engine.name()
+    );
+    println!(
+        "day  archive_s  trees  sessions  audit_rows  file_MiB  in_use_MiB  held_ms  \
+         beside: longest_ms  p99_ms  over_50ms/creates   quiet: longest_ms  p99_ms  over_50ms/creates"
     );
     let mut previous = builder
         .checkpoint(&key, None, ACTOR)
         .expect("first checkpoint")
         .note;
     let mut measured: Vec<(usize, Costs)> = Vec::new();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for day in 1..=days {
         let day_start = start + TimeDelta::days(day as i64 - 1);
         // The day starts at its midnight, whatever the day before left on the clock.
@@ -270,7 +303,7 @@ fn main() {
         let mut took = Duration::ZERO;
         let mut made = None;
         let mut held_us = 0;
-        let longest = longest_wait(&place, &config, day, "archive", || {
+        let beside = waits(&place, &config, day, "archive", || {
             let started = Instant::now();
             let run = ledger
                 .archive(&file, &ArchiveRequest::before(cut), ACTOR)
@@ -279,10 +312,11 @@ fn main() {
             held_us = run.longest_batch_us;
             made = run.made;
         });
-        let quiet = longest_wait(&place, &config, day, "quiet", || std::thread::sleep(took));
+        let quiet = waits(&place, &config, day, "quiet", || std::thread::sleep(took));
         let made = made.expect("a day's archive");
         println!(
-            "{day:>3}  {:>9.2}  {:>5}  {:>8}  {:>10}  {:>8.1}  {:>10.1}  {:>7.1}  {:>16.2}  {:>8.2}",
+            "{day:>3}  {:>9.2}  {:>5}  {:>8}  {:>10}  {:>8.1}  {:>10.1}  {:>7.1}  \
+             {:>18.2}  {:>6.2}  {:>8}/{:<8}  {:>17.2}  {:>6.2}  {:>8}/{:<8}",
             took.as_secs_f64(),
             made.trees,
             made.sessions,
@@ -290,15 +324,20 @@ fn main() {
             place.size_bytes() as f64 / 1_048_576.0,
             in_use(&place) as f64 / 1_048_576.0,
             held_us as f64 / 1e3,
-            longest.as_secs_f64() * 1e3,
-            quiet.as_secs_f64() * 1e3,
+            ms(beside.longest),
+            ms(beside.p99),
+            beside.over_50ms,
+            beside.count,
+            ms(quiet.longest),
+            ms(quiet.p99),
+            quiet.over_50ms,
+            quiet.count,
         );
         if day == keep + 1 || day == days {
             measured.push((day, measure(&ledger, day, trees, &previous, &key)));
         }
         previous = signed.note;
     }
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("\nmedians, ms        create    decide     state      tree  verify_fast");
     for (day, c) in &measured {
         println!(

@@ -17,8 +17,8 @@
 //! 2. One short write transaction records the archive (its row, which the database checks
 //!    against the checkpoint and the chain, and its `archive.make` audit row). Before it commits
 //!    everything is live; once it has, the archive is made.
-//! 3. The rows leave in batches, each a short write transaction followed by a pause as long
-//!    as it held the lock: the decision records of the trail's batches, then its audit rows, a
+//! 3. The rows leave in batches, each a short write transaction followed by a pause, paced so
+//!    that a writer beside them never waits long (`batches.rs`): the decision records of the trail's batches, then its audit rows, a
 //!    range at a time, then the tree's nodes, then the trees a few at a time, each tree whole
 //!    (every session of it gets its `archived_sessions` row in the transaction that removes
 //!    it, after its rows there were compared with the file's). A run stopped between two
@@ -27,6 +27,7 @@
 //! A tree whose rows changed after the file was written (a session spawned under it since)
 //! stays live and is said so; its copy in the file is then no record of it.
 
+mod batches;
 mod verify;
 
 use std::path::{Path, PathBuf};
@@ -35,6 +36,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
 
+use batches::{Batches, Kind};
 pub(crate) use verify::verify_file;
 pub use verify::ArchiveVerification;
 
@@ -47,19 +49,6 @@ use crate::storage::{
     create_archive_file, ArchiveFile, ArchiveHeader, ArchiveRow, Part, Read, Row, Storage, Table,
     Write,
 };
-
-/// How many trees leave in one transaction: a few hundred sessions' rows, so that no writer
-/// waits long behind it.
-const TREES_PER_BATCH: usize = 50;
-
-/// How many of the trail's rows leave in one transaction.
-const TRAIL_ROWS_PER_BATCH: u64 = 2_000;
-
-/// How many decision records leave in one transaction.
-const RECORDS_PER_BATCH: u32 = 2_000;
-
-/// How many nodes of the audit tree leave in one transaction.
-const NODES_PER_BATCH: u32 = 4_000;
 
 /// How many trees' rows are read and written to the file at a time: bounded memory.
 const TREES_PER_CHUNK: usize = 500;
@@ -121,8 +110,9 @@ pub struct ArchiveRun {
     pub finished: Vec<i64>,
     /// The archive made, or `None` when there was nothing to take.
     pub made: Option<Archived>,
-    /// The longest any of the run's write transactions held the write lock, in microseconds:
-    /// the most a writer beside it waited for it at a time.
+    /// The longest any of the run's write transactions held the write lock, in microseconds
+    /// (from the lock taken to the commit): about the most a writer beside it waited for it at
+    /// a time, which the run keeps near 8 ms by fitting its batches' sizes.
     pub longest_batch_us: u64,
 }
 
@@ -477,15 +467,28 @@ fn remove(batches: &mut Batches<'_>, row: &ArchiveRow, file: &Path) -> Result<Ve
         Ok(roots)
     })?;
     let mut stayed = Vec::new();
-    for batch in roots.chunks(TREES_PER_BATCH) {
-        let wanted = archived.read(|r| tree_rows(r, batch))?;
-        stayed.extend(batches.run(|tx| {
-            let live = tree_rows(tx.read(), batch)?;
+    let mut left = roots.as_slice();
+    while !left.is_empty() {
+        let n =
+            usize::try_from(batches.size(Kind::Trees)).map_or(left.len(), |n| n.min(left.len()));
+        let (batch, rest) = left.split_at(n);
+        left = rest;
+        let wanted = archived.read(|r| batch_rows(r, batch))?;
+        stayed.extend(batches.run_sized(Kind::Trees, |tx| {
+            // The common case in one comparison: every tree of the batch as the file has it.
+            if batch_rows(tx.read(), batch)? == wanted {
+                tx.remove_trees(row.archive, batch)?;
+                return Ok(Vec::new());
+            }
+            // Else tree by tree: one gone already (a run before this one moved it), or one
+            // changed since the file was written.
+            let theirs = archived.read(|r| tree_rows(r, batch))?;
+            let ours = tree_rows(tx.read(), batch)?;
             let mut moving = Vec::new();
             let mut staying = Vec::new();
-            for ((root, theirs), (_, ours)) in wanted.iter().zip(&live) {
+            for ((root, theirs), (_, ours)) in theirs.iter().zip(&ours) {
                 if ours.is_empty() {
-                    continue; // gone already: a run before this one moved it
+                    continue;
                 }
                 if theirs == ours {
                     moving.push(root.clone());
@@ -503,36 +506,30 @@ fn remove(batches: &mut Batches<'_>, row: &ArchiveRow, file: &Path) -> Result<Ve
 /// A tree's root, and every row of the tree with its table.
 type TreeRows = (String, Vec<(Table, Row)>);
 
-/// The write transactions of one run, each a batch: each leaves the write lock free after it
-/// for as long as it held it (at least 2 ms), so that a writer of another process, whose busy
-/// handler sleeps and tries again, finds the lock free between two batches instead of waiting
-/// for the whole move; and the longest any held it.
-struct Batches<'s> {
-    storage: &'s Storage,
-    longest: std::time::Duration,
-}
+/// The tables a tree's rows are in.
+const TREE_TABLES: [Table; 5] = [
+    Table::Sessions,
+    Table::Labels,
+    Table::Postures,
+    Table::CommandPatterns,
+    Table::OverrideScopes,
+];
 
-impl<'s> Batches<'s> {
-    fn new(storage: &'s Storage) -> Batches<'s> {
-        Batches {
-            storage,
-            longest: std::time::Duration::ZERO,
-        }
+/// Every row of the trees of `roots` together, each table's rows in one order whatever order
+/// the engine read them in (their debug forms, sorted): equal here and in the file exactly
+/// when each tree's rows are.
+fn batch_rows(r: &mut dyn Read, roots: &[String]) -> Result<Vec<Vec<String>>> {
+    let mut out = Vec::with_capacity(TREE_TABLES.len());
+    for table in TREE_TABLES {
+        let mut rows = Vec::new();
+        r.part_rows(table, Part::Trees(roots), &mut |row| {
+            rows.push(format!("{row:?}"));
+            Ok(())
+        })?;
+        rows.sort_unstable();
+        out.push(rows);
     }
-
-    /// Runs `f` in a write transaction of its own, then gives the lock away.
-    fn run<T>(&mut self, f: impl FnMut(&mut dyn Write) -> Result<T>) -> Result<T> {
-        let started = std::time::Instant::now();
-        let out = self.storage.write(f)?;
-        let held = started.elapsed();
-        self.longest = self.longest.max(held);
-        std::thread::sleep(held.max(std::time::Duration::from_millis(2)));
-        Ok(out)
-    }
-
-    fn longest_us(&self) -> u64 {
-        u64::try_from(self.longest.as_micros()).unwrap_or(u64::MAX)
-    }
+    Ok(out)
 }
 
 /// Every row of each tree of `roots`, by root: what must be the same here and in the file.
@@ -540,13 +537,7 @@ fn tree_rows(r: &mut dyn Read, roots: &[String]) -> Result<Vec<TreeRows>> {
     let mut out = Vec::with_capacity(roots.len());
     for root in roots {
         let mut rows = Vec::new();
-        for table in [
-            Table::Sessions,
-            Table::Labels,
-            Table::Postures,
-            Table::CommandPatterns,
-            Table::OverrideScopes,
-        ] {
+        for table in TREE_TABLES {
             r.part_rows(table, Part::Trees(std::slice::from_ref(root)), &mut |row| {
                 rows.push((table, row));
                 Ok(())
@@ -561,7 +552,12 @@ fn tree_rows(r: &mut dyn Read, roots: &[String]) -> Result<Vec<TreeRows>> {
 /// day's batch can hold tens of thousands), then its audit rows with their checkpoints, then
 /// the tree's nodes behind its frontier, each a batch at a time.
 fn remove_trail(batches: &mut Batches<'_>, boundary: u64) -> Result<()> {
-    while batches.run(|tx| tx.remove_records(boundary, RECORDS_PER_BATCH))? > 0 {}
+    loop {
+        let n = u32::try_from(batches.size(Kind::Records)).unwrap_or(u32::MAX);
+        if batches.run_sized(Kind::Records, |tx| tx.remove_records(boundary, n))? == 0 {
+            break;
+        }
+    }
     loop {
         let Some(first) = batches.storage.read(|r| r.first_audit_seq())? else {
             break;
@@ -570,10 +566,17 @@ fn remove_trail(batches: &mut Batches<'_>, boundary: u64) -> Result<()> {
         if first > boundary {
             break;
         }
-        let upto = (first - 1 + TRAIL_ROWS_PER_BATCH).min(boundary);
-        batches.run(|tx| tx.remove_trail(first - 1, upto))?;
+        let upto = (first - 1)
+            .saturating_add(batches.size(Kind::Trail))
+            .min(boundary);
+        batches.run_sized(Kind::Trail, |tx| tx.remove_trail(first - 1, upto))?;
     }
-    while batches.run(|tx| tx.prune_tree(boundary, NODES_PER_BATCH))? > 0 {}
+    loop {
+        let n = u32::try_from(batches.size(Kind::Nodes)).unwrap_or(u32::MAX);
+        if batches.run_sized(Kind::Nodes, |tx| tx.prune_tree(boundary, n))? == 0 {
+            break;
+        }
+    }
     Ok(())
 }
 

@@ -254,6 +254,24 @@ impl Place {
         self.open_with(builder_config())
     }
 
+    /// A handle with `config` whose commits do not wait for the disk: SQLite's
+    /// `synchronous=NORMAL`, PostgreSQL's `synchronous_commit=off` for its connections. For a
+    /// simulation's building handle, which measures growth, not syncs.
+    pub fn open_unsynced(&self, config: Config) -> Ledger {
+        match &self.at {
+            At::File { path, .. } => Ledger::open_with(
+                path,
+                config.synchronous(session_ledger::Synchronous::Normal),
+            )
+            .expect("open an unsynced handle"),
+            At::Schema { .. } => Ledger::open_with(
+                format!("{}%20-c%20synchronous_commit%3Doff", self.location()),
+                config,
+            )
+            .expect("open an unsynced handle"),
+        }
+    }
+
     /// A plain client of the server, in the place's schema. Panics on SQLite.
     pub fn client(&self) -> Client {
         match &self.at {

@@ -79,7 +79,9 @@ pub(crate) trait ArchiveReads {
         each: &mut dyn FnMut(i64, String) -> Result<()>,
     ) -> Result<()>;
 
-    /// Calls `each` on every row of `table` in `part`, in the order of the table's key.
+    /// Calls `each` on every row of `table` in `part`, in the order of the table's key (of
+    /// several trees, tree by tree in that order or all together in it, as the engine reads
+    /// them best).
     fn part_rows(
         &mut self,
         table: Table,

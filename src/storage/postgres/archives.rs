@@ -8,7 +8,6 @@
 use chrono::{DateTime, Utc};
 use postgres::Row as PgRow;
 
-use super::sessions::subtree_walk;
 use super::transfer::select_list;
 use super::{Conn, Tx};
 use crate::error::{Corruption, Result};
@@ -52,33 +51,51 @@ pub(super) const APPEND_ARCHIVE: &str = "INSERT INTO archives
           made_by)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
-/// A tree's sessions moved out: their archived rows, then what names them, then the sessions
-/// themselves in one statement (so each creator leaves with its children), each statement
-/// walking the tree from its root by `sessions_by_creator`.
-pub(super) const ARCHIVE_TREE: &str = concat!(
-    subtree_walk!("id = $1"),
-    "INSERT INTO archived_sessions (id, tree, archive) SELECT id, $1, $2 FROM subtree"
+/// The sessions of the trees whose roots are in `$1` (an array), each with its tree's root:
+/// a walk down `sessions_by_creator` from the roots. Each step looks up one session's
+/// children (a lateral subquery that `OFFSET 0` keeps from being flattened into a join, so an
+/// index lookup whatever the planner thinks of the table's size), and the statements after it
+/// take the sessions by key (`= ANY(ARRAY(...))`): a batch costs its trees, never a scan of
+/// the table (`tests/plans.rs` holds it).
+macro_rules! trees_walk {
+    () => {
+        "WITH RECURSIVE subtree AS (
+             SELECT id, id AS root FROM sessions WHERE id = ANY($1)
+             UNION ALL
+             SELECT child.id, subtree.root
+               FROM subtree CROSS JOIN LATERAL
+                    (SELECT s.id FROM sessions AS s WHERE s.created_by = subtree.id OFFSET 0) AS child
+         ) "
+    };
+}
+
+/// Trees' sessions moved out, the trees of a batch at once: their archived rows (each with
+/// its tree's root), then what names them, then the sessions themselves in one statement (so
+/// each creator leaves with its children).
+pub(super) const ARCHIVE_TREES: &str = concat!(
+    trees_walk!(),
+    "INSERT INTO archived_sessions (id, tree, archive) SELECT id, root, $2 FROM subtree"
 );
-pub(super) const REMOVE_TREE: [&str; 5] = [
+pub(super) const REMOVE_TREES: [&str; 5] = [
     concat!(
-        subtree_walk!("id = $1"),
-        "DELETE FROM override_scopes WHERE session_id IN (SELECT id FROM subtree)"
+        trees_walk!(),
+        "DELETE FROM override_scopes WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
     ),
     concat!(
-        subtree_walk!("id = $1"),
-        "DELETE FROM command_patterns WHERE session_id IN (SELECT id FROM subtree)"
+        trees_walk!(),
+        "DELETE FROM command_patterns WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
     ),
     concat!(
-        subtree_walk!("id = $1"),
-        "DELETE FROM postures WHERE session_id IN (SELECT id FROM subtree)"
+        trees_walk!(),
+        "DELETE FROM postures WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
     ),
     concat!(
-        subtree_walk!("id = $1"),
-        "DELETE FROM labels WHERE session_id IN (SELECT id FROM subtree)"
+        trees_walk!(),
+        "DELETE FROM labels WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
     ),
     concat!(
-        subtree_walk!("id = $1"),
-        "DELETE FROM sessions WHERE id IN (SELECT id FROM subtree)"
+        trees_walk!(),
+        "DELETE FROM sessions WHERE id = ANY(ARRAY(SELECT id FROM subtree))"
     ),
 ];
 
@@ -149,15 +166,15 @@ fn part_sql(table: Table, part: Part<'_>) -> Result<String> {
     Ok(match (part, table) {
         (Part::Whole, _) => format!("{select} ORDER BY {order}"),
         (Part::Trees(_), Table::Sessions) => format!(
-            "{} {select} WHERE id IN (SELECT id FROM subtree) ORDER BY {order}",
-            subtree_walk!("id = $1")
+            "{} {select} WHERE id = ANY(ARRAY(SELECT id FROM subtree)) ORDER BY {order}",
+            trees_walk!()
         ),
         (
             Part::Trees(_),
             Table::Labels | Table::Postures | Table::CommandPatterns | Table::OverrideScopes,
         ) => format!(
-            "{} {select} WHERE session_id IN (SELECT id FROM subtree) ORDER BY {order}",
-            subtree_walk!("id = $1")
+            "{} {select} WHERE session_id = ANY(ARRAY(SELECT id FROM subtree)) ORDER BY {order}",
+            trees_walk!()
         ),
         (Part::Trail { .. }, Table::Audit | Table::Checkpoints) => {
             format!("{select} WHERE seq > $1 AND seq <= $2 ORDER BY {order}")
@@ -223,12 +240,7 @@ impl ArchiveReads for Conn<'_> {
         let sql = part_sql(table, part)?;
         match part {
             Part::Whole => self.table_rows(&sql, &[], table, each),
-            Part::Trees(roots) => {
-                for root in roots {
-                    self.table_rows(&sql, &[root], table, each)?;
-                }
-                Ok(())
-            }
+            Part::Trees(roots) => self.table_rows(&sql, &[&roots], table, each),
             Part::Trail { after, upto } => {
                 self.table_rows(&sql, &[&int(after), &int(upto)], table, each)
             }
@@ -302,12 +314,12 @@ impl ArchiveWrites for Tx<'_> {
     }
 
     fn remove_trees(&mut self, archive: i64, roots: &[String]) -> Result<u64> {
-        let mut count = 0;
-        for root in roots {
-            count += self.read.execute(ARCHIVE_TREE, &[root, &archive])?;
-            for sql in REMOVE_TREE {
-                self.read.execute(sql, &[root])?;
-            }
+        if roots.is_empty() {
+            return Ok(0);
+        }
+        let count = self.read.execute(ARCHIVE_TREES, &[&roots, &archive])?;
+        for sql in REMOVE_TREES {
+            self.read.execute(sql, &[&roots])?;
         }
         Ok(count)
     }

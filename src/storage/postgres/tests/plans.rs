@@ -20,7 +20,9 @@
 
 use postgres::{Client, NoTls};
 
-use super::{audit, commit, decisions, grants, labels, levels, postures, sessions, tree, writes};
+use super::{
+    archives, audit, commit, decisions, grants, labels, levels, postures, sessions, tree, writes,
+};
 use crate::config::{Config, Synchronous};
 use crate::{Ledger, PostureLevel, Propagation, Raise, Taint};
 
@@ -129,6 +131,14 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("integrate: out of the queue", decisions::DEQUEUE),
         ("export: records after a position", decisions::LOGGED_AFTER),
         ("verify: a batch's records", decisions::BATCH),
+        // Not a hot path, but run beside one: a batch of an archive's move must cost its
+        // trees, not the ledger, so that it holds the write lock briefly at any size.
+        ("archive: the trees' archived rows", archives::ARCHIVE_TREES),
+        ("archive: the trees' scopes", archives::REMOVE_TREES[0]),
+        ("archive: the trees' patterns", archives::REMOVE_TREES[1]),
+        ("archive: the trees' postures", archives::REMOVE_TREES[2]),
+        ("archive: the trees' labels", archives::REMOVE_TREES[3]),
+        ("archive: the trees' sessions", archives::REMOVE_TREES[4]),
     ]
 }
 
@@ -142,6 +152,12 @@ const KEY_SEARCHES_ONLY: &[&str] = &[
     "tree level: the roots after one",
     "tree level: children",
     "tree level: children after one",
+    "archive: the trees' archived rows",
+    "archive: the trees' scopes",
+    "archive: the trees' patterns",
+    "archive: the trees' postures",
+    "archive: the trees' labels",
+    "archive: the trees' sessions",
 ];
 
 /// The tables that grow with the ledger: no hot statement may scan one.
