@@ -47,9 +47,13 @@ fn setting(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+/// The nearest-rank `p`-th percentile of `times` ([`support::percentile`]); zero of none.
+fn percentile_of(times: &[Duration], p: f64) -> Duration {
+    if times.is_empty() {
+        return Duration::ZERO;
+    }
+    let secs: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();
+    Duration::from_secs_f64(support::percentile(&secs, p))
 }
 
 /// What one measured day gave, each a median.
@@ -65,15 +69,8 @@ struct Costs {
 /// The operations of [`Costs`], on `ledger`, on the trees of `day`, against `previous`.
 fn measure(ledger: &Ledger, day: usize, trees: usize, previous: &str, key: &SignerKey) -> Costs {
     let time = |n: usize, mut call: Box<dyn FnMut(usize) + '_>| -> Duration {
-        median(
-            (0..n)
-                .map(|i| {
-                    let started = Instant::now();
-                    call(i);
-                    started.elapsed()
-                })
-                .collect(),
-        )
+        let times: Vec<Duration> = (0..n).map(|i| support::timed(|| call(i)).0).collect();
+        percentile_of(&times, 50.0)
     };
     let create = time(
         1_000,
@@ -225,14 +222,10 @@ fn waits(place: &Place, config: &Config, day: usize, what: &str, during: impl Fn
     };
     during();
     stop.store(true, Ordering::SeqCst);
-    let mut waits = writer.join().expect("writer");
-    waits.sort();
+    let waits = writer.join().expect("writer");
     Waits {
-        longest: waits.last().copied().unwrap_or_default(),
-        p99: waits
-            .get(waits.len() * 99 / 100)
-            .copied()
-            .unwrap_or_default(),
+        longest: waits.iter().copied().max().unwrap_or_default(),
+        p99: percentile_of(&waits, 99.0),
         over_50ms: waits
             .iter()
             .filter(|w| **w > Duration::from_millis(50))
