@@ -886,40 +886,25 @@ fn audit_export_decisions_follow_prints_records_as_they_are_integrated(
     ok(&fx, &["create", "worker", "--actor", "alice"])?;
     recorded(&fx, &["worker", "--actor", "hook", "--", "ls"])?;
     ok(&fx, &["decisions", "integrate", "--actor", "alice"])?;
-    let mut child = command(
-        &fx,
-        &[
-            "audit",
-            "export",
-            "--decisions",
-            "--after",
-            "0",
-            "--follow",
-            "--poll",
-            "50",
-        ],
-    )
-    .stdout(Stdio::piped())
-    .spawn()?;
-    let mut reader = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    assert_eq!(positions(&line), [1]);
+    let follow = [
+        "audit",
+        "export",
+        "--decisions",
+        "--after",
+        "0",
+        "--follow",
+        "--poll",
+        "50",
+    ];
+    let feed = Lines::start(&fx, &follow)?;
+    assert_eq!(positions(&feed.next()?), [1]);
     recorded(&fx, &["worker", "--actor", "hook", "--", "pwd"])?;
     ok(&fx, &["decisions", "integrate", "--actor", "alice"])?;
-    line.clear();
-    reader.read_line(&mut line)?;
-    assert_eq!(positions(&line), [2]);
-    let _ = child.kill();
-    child.wait()?;
+    assert_eq!(positions(&feed.next()?), [2]);
     Ok(())
 }
 
 /// Checks an event against what OCSF 1.7.0 requires of an API Activity event (class 6003) with
-/// the security_control profile, as the schema's JSON (the `ocsf-json-schema` package's copy of
-/// 1.7.0, which the Python suite validates the trail's events against) states it: the base
-/// attributes, the class's (`actor` with one of its identifying attributes, `api.operation`,
-/// `src_endpoint` with one of its), the enumerations' values, and the profile named.
 fn assert_api_activity(event: &Value) {
     let what = event.to_string();
     for key in [

@@ -364,3 +364,57 @@ pub fn ok_unchanged(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<String
     assert_eq!(before, dump(db)?, "`{}` changed the ledger", args.join(" "));
     Ok(out)
 }
+
+/// The lines a running command prints on stdout, read on a thread of their own so that a test
+/// can wait for the next one with a deadline, and can tell that none came.
+pub struct Lines {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Lines {
+    /// Starts `session-ledger --db DB ARGS...` with its stdout read line by line.
+    pub fn start(db: &(impl Db + ?Sized), args: &[&str]) -> TestResult<Lines> {
+        use std::io::BufRead;
+        let mut child = command(db, args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Lines { child, lines })
+    }
+
+    /// The next line, waiting up to a minute for it.
+    pub fn next(&self) -> TestResult<String> {
+        Ok(self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .map_err(|e| format!("no next line: {e}"))?)
+    }
+
+    /// The next `n` lines.
+    pub fn take(&self, n: usize) -> TestResult<Vec<String>> {
+        (0..n).map(|_| self.next()).collect()
+    }
+
+    /// True when no line comes within `wait`.
+    pub fn quiet_for(&self, wait: std::time::Duration) -> bool {
+        self.lines.recv_timeout(wait).is_err()
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

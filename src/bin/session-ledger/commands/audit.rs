@@ -270,9 +270,12 @@ pub fn export(
 ) -> Result<Report, CliError> {
     let ledger = open_for_reading(ctx)?;
     loop {
+        // The head is read before the page: rows join the trail in seq order, so every row up
+        // to it is in the page's read, and an empty page below it is a gap. Read after the
+        // page, a head could name a row committed in between, which would be stepped over.
+        let head = ledger.audit_head()?.seq;
         let rows = ledger.audit_after(after, PAGE)?;
         if rows.is_empty() {
-            let head = ledger.audit_head()?.seq;
             if head > after {
                 // A page of seqs with no row (a gap in a tampered trail): step over it.
                 after = head.min(after.saturating_add(i64::from(PAGE)));
