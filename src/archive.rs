@@ -18,12 +18,12 @@
 //!    against the checkpoint and the chain, and its `archive.make` audit row). Before it commits
 //!    everything is live; once it has, the archive is made.
 //! 3. The rows leave (`removal.rs`) in batches, each a short write transaction followed by a
-//!    pause, paced so that a writer beside them never waits long (`batches.rs`): the decision
-//!    records of the trail's batches, then its audit rows, a range at a time, then the tree's
-//!    nodes, then the trees a few at a time, each tree whole
-//!    (every session of it gets its `archived_sessions` row in the transaction that removes
-//!    it, after its rows there were compared with the file's). A run stopped between two
-//!    batches is finished by the next run, which starts by finishing the last archive.
+//!    pause, paced for how the engine hands its lock on, so that a writer beside them never
+//!    waits long (`batches.rs`): the decision records of the trail's batches, then its audit
+//!    rows, a range at a time, then the tree's nodes, then the trees a few at a time, each
+//!    tree whole (every session of it gets its `archived_sessions` row in the transaction that
+//!    removes it, after its rows there were compared with the file's). A run stopped between
+//!    two batches is finished by the next run, which starts by finishing the last archive.
 //!
 //! A tree whose rows changed after the file was written (a session spawned under it since)
 //! stays live and is said so; its copy in the file is then no record of it.

@@ -1,30 +1,58 @@
 //! The write transactions that move an archive's rows out of the live ledger, and their pace.
 //!
 //! A writer beside the move must never wait long for it (docs/operations.md, "Archiving").
-//! Two things bound that wait:
-//! - each batch aims to hold the write lock for [`BATCH_TARGET`]: its size (rows, or trees)
-//!   is fitted, batch after batch, to how long the last one of its kind held the lock, so the
-//!   same run suits a fast disk and a slow one, a small tree and a large one, SQLite and
-//!   PostgreSQL;
-//! - after each batch the lock is left free for as long as the batch held it, and for at least
-//!   [`LEAST_PAUSE`]. A waiter of another process on SQLite sleeps in its busy handler (1, 2,
-//!   5, 10, 15, 20 ms, ... between tries): one that began waiting while a batch of about
-//!   [`BATCH_TARGET`] held the lock tries again within 10 ms of its end, and finds the lock
-//!   free then instead of missing a short gap between two batches. On PostgreSQL a waiter is
-//!   woken as the lock is released.
+//! Two things bound that wait, each set by how the engine hands its write lock on ([`Pace`]):
+//! - each batch aims to hold the write lock for a target time: its size (rows, or trees) is
+//!   fitted, batch after batch, to how long the last one of its kind held the lock, so the
+//!   same run suits a fast disk and a slow one, a small tree and a large one;
+//! - after each batch the lock is left free for as long as the batch held it (the live load
+//!   keeps at least half of the lock's time), and on SQLite for at least a least pause.
+//!
+//! On SQLite a waiter of another process sleeps in its busy handler (1, 2, 5, 10, 15, 20 ms,
+//! ... between tries), and takes the lock only if it is free when it tries: batches are kept
+//! short ([`Pace::SLEEPING_WAITERS`]), and the least pause makes sure that one that began
+//! waiting during a batch tries again before the next begins, instead of missing a short gap
+//! between two. On PostgreSQL a waiter is queued and woken as the lock is released, ahead of
+//! the next batch, so it waits at most one batch whatever the gap: a batch may be longer
+//! ([`Pace::QUEUED_WAITERS`]), and a run of many small trees needs fewer transactions, each
+//! of which costs the server a round of statements and a synced commit whatever it holds.
 
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::storage::{Storage, Write};
 
-/// How long one batch aims to hold the write lock.
-pub(super) const BATCH_TARGET: Duration = Duration::from_millis(8);
+/// How long a batch aims to hold the write lock, and the least time it is then left free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pace {
+    pub(super) target: Duration,
+    pub(super) least_pause: Duration,
+}
 
-/// The least time the write lock is left free after a batch (see the module comment).
-const LEAST_PAUSE: Duration = Duration::from_millis(20);
+impl Pace {
+    /// For an engine whose lock waiters sleep and try again (SQLite).
+    pub(super) const SLEEPING_WAITERS: Pace = Pace {
+        target: Duration::from_millis(8),
+        least_pause: Duration::from_millis(20),
+    };
 
-/// The size of one kind of batch, fitted to [`BATCH_TARGET`] as the run goes.
+    /// For an engine that queues its lock waiters and wakes them in turn (PostgreSQL).
+    pub(super) const QUEUED_WAITERS: Pace = Pace {
+        target: Duration::from_millis(12),
+        least_pause: Duration::ZERO,
+    };
+
+    /// The pace for `storage`'s engine.
+    fn of(storage: &Storage) -> Pace {
+        if storage.queues_lock_waiters() {
+            Pace::QUEUED_WAITERS
+        } else {
+            Pace::SLEEPING_WAITERS
+        }
+    }
+}
+
+/// The size of one kind of batch, fitted to the pace's target as the run goes.
 #[derive(Debug, Clone, Copy)]
 struct Size {
     now: u64,
@@ -47,11 +75,11 @@ impl Size {
         self.now
     }
 
-    /// Fits the size to a batch of it that held the lock for `held`: in proportion to
-    /// [`BATCH_TARGET`], by at most a factor of 2 up and 4 down at a time, so that one slow
-    /// commit (a disk's hiccup) does not throw the size far off.
-    fn fit(&mut self, held: Duration) {
-        let ratio = BATCH_TARGET.as_secs_f64() / held.as_secs_f64().max(1e-6);
+    /// Fits the size to a batch of it that held the lock for `held`, against `target`: in
+    /// proportion, by at most a factor of 2 up and 4 down at a time, so that one slow commit
+    /// (a disk's hiccup) does not throw the size far off.
+    fn fit(&mut self, held: Duration, target: Duration) {
+        let ratio = target.as_secs_f64() / held.as_secs_f64().max(1e-6);
         let next = (self.now as f64 * ratio.clamp(0.25, 2.0)).round();
         // A float of a u64 times at most 2: within u64 for any size the clamp allows.
         self.now = (next as u64).clamp(self.least, self.most);
@@ -75,6 +103,7 @@ pub(super) enum Kind {
 /// the lock.
 pub(super) struct Batches<'s> {
     pub(super) storage: &'s Storage,
+    pace: Pace,
     sizes: [Size; 4],
     longest: Duration,
 }
@@ -83,7 +112,8 @@ impl<'s> Batches<'s> {
     pub(super) fn new(storage: &'s Storage) -> Batches<'s> {
         Batches {
             storage,
-            // Where each kind starts (about the target on a fast disk), and the least and most
+            pace: Pace::of(storage),
+            // Where each kind starts (about SQLite's target on a fast disk), and the least and most
             // it may be fitted to, in the order of `Kind`.
             sizes: [
                 Size::new(20, 1, 1_000),
@@ -114,7 +144,7 @@ impl<'s> Batches<'s> {
         f: impl FnMut(&mut dyn Write) -> Result<T>,
     ) -> Result<T> {
         let (out, held) = self.timed(f)?;
-        self.sizes[kind as usize].fit(held);
+        self.sizes[kind as usize].fit(held, self.pace.target);
         Ok(out)
     }
 
@@ -137,7 +167,7 @@ impl<'s> Batches<'s> {
         })?;
         let held = began.elapsed();
         self.longest = self.longest.max(held);
-        std::thread::sleep(held.max(LEAST_PAUSE));
+        std::thread::sleep(held.max(self.pace.least_pause));
         Ok((out, held))
     }
 }
@@ -148,20 +178,31 @@ mod tests {
 
     #[test]
     fn a_batch_that_held_the_lock_too_long_makes_the_next_smaller_and_a_quick_one_larger() {
+        let target = Pace::SLEEPING_WAITERS.target;
         let mut size = Size::new(1_000, 10, 100_000);
-        size.fit(BATCH_TARGET * 2);
+        size.fit(target * 2, target);
         assert_eq!(size.get(), 500);
-        size.fit(BATCH_TARGET / 4);
+        size.fit(target / 4, target);
         assert_eq!(size.get(), 1_000, "at most twice as large at a time");
-        size.fit(BATCH_TARGET * 100);
+        size.fit(target * 100, target);
         assert_eq!(size.get(), 250, "at most four times smaller at a time");
         for _ in 0..20 {
-            size.fit(BATCH_TARGET * 100);
+            size.fit(target * 100, target);
         }
         assert_eq!(size.get(), 10, "never below its least");
         for _ in 0..40 {
-            size.fit(Duration::ZERO);
+            size.fit(Duration::ZERO, target);
         }
         assert_eq!(size.get(), 100_000, "never above its most");
+    }
+
+    #[test]
+    fn the_same_batch_is_fitted_larger_where_the_engine_queues_its_lock_waiters() {
+        let held = Duration::from_millis(10);
+        let mut sleeping = Size::new(100, 1, 1_000);
+        let mut queued = sleeping;
+        sleeping.fit(held, Pace::SLEEPING_WAITERS.target);
+        queued.fit(held, Pace::QUEUED_WAITERS.target);
+        assert_eq!((sleeping.get(), queued.get()), (80, 120));
     }
 }

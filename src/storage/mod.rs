@@ -148,6 +148,13 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
         false
     }
 
+    /// True when a transaction waiting for the write lock is woken as it is released, ahead
+    /// of any that asks for it later (PostgreSQL's lock queue); false when a waiter sleeps and
+    /// tries again, and finds the lock free only if it still is then (SQLite's busy handler).
+    fn queues_lock_waiters(&self) -> bool {
+        false
+    }
+
     /// Calls `f` on a connection, outside any explicit transaction; again on a fresh one when
     /// the engine's connection failed under it (a server gone away).
     fn read(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()>;
@@ -225,6 +232,12 @@ impl Storage {
     /// True for a handle opened with [`Config::read_only`].
     pub(crate) fn is_read_only(&self) -> bool {
         self.engine.is_read_only()
+    }
+
+    /// True when a waiter for the write lock is woken as it is released
+    /// ([`Engine::queues_lock_waiters`]).
+    pub(crate) fn queues_lock_waiters(&self) -> bool {
+        self.engine.queues_lock_waiters()
     }
 
     /// True for a handle that reads a copy as it is ([`Engine::is_immutable`]).

@@ -70,33 +70,20 @@ macro_rules! trees_walk {
 }
 
 /// Trees' sessions moved out, the trees of a batch at once: their archived rows (each with
-/// its tree's root), then what names them, then the sessions themselves in one statement (so
-/// each creator leaves with its children).
+/// its tree's root), returning their ids; then, by those ids, what names them, then the
+/// sessions themselves in one statement (so each creator leaves with its children). The tree
+/// is walked once, by the first.
 pub(super) const ARCHIVE_TREES: &str = concat!(
     trees_walk!(),
-    "INSERT INTO archived_sessions (id, tree, archive) SELECT id, root, $2 FROM subtree"
+    "INSERT INTO archived_sessions (id, tree, archive) SELECT id, root, $2 FROM subtree
+     RETURNING id"
 );
 pub(super) const REMOVE_TREES: [&str; 5] = [
-    concat!(
-        trees_walk!(),
-        "DELETE FROM override_scopes WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
-    ),
-    concat!(
-        trees_walk!(),
-        "DELETE FROM command_patterns WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
-    ),
-    concat!(
-        trees_walk!(),
-        "DELETE FROM postures WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
-    ),
-    concat!(
-        trees_walk!(),
-        "DELETE FROM labels WHERE session_id = ANY(ARRAY(SELECT id FROM subtree))"
-    ),
-    concat!(
-        trees_walk!(),
-        "DELETE FROM sessions WHERE id = ANY(ARRAY(SELECT id FROM subtree))"
-    ),
+    "DELETE FROM override_scopes WHERE session_id = ANY($1)",
+    "DELETE FROM command_patterns WHERE session_id = ANY($1)",
+    "DELETE FROM postures WHERE session_id = ANY($1)",
+    "DELETE FROM labels WHERE session_id = ANY($1)",
+    "DELETE FROM sessions WHERE id = ANY($1)",
 ];
 
 pub(super) const REMOVE_CHECKPOINTS: &str = "DELETE FROM checkpoints WHERE seq > $1 AND seq <= $2";
@@ -317,11 +304,16 @@ impl ArchiveWrites for Tx<'_> {
         if roots.is_empty() {
             return Ok(0);
         }
-        let count = self.read.execute(ARCHIVE_TREES, &[&roots, &archive])?;
+        let ids: Vec<String> = self
+            .read
+            .rows(ARCHIVE_TREES, &[&roots, &archive])?
+            .iter()
+            .map(|row| row.try_get("id"))
+            .collect::<std::result::Result<_, _>>()?;
         for sql in REMOVE_TREES {
-            self.read.execute(sql, &[&roots])?;
+            self.read.execute(sql, &[&ids])?;
         }
-        Ok(count)
+        Ok(ids.len() as u64)
     }
 
     fn remove_trail(&mut self, after: u64, upto: u64) -> Result<u64> {

@@ -49,6 +49,9 @@ mod failover;
 mod grants;
 mod labels;
 mod levels;
+#[cfg(test)]
+#[path = "tests/lock_queue.rs"]
+mod lock_queue;
 mod migrate;
 mod open;
 mod options;
@@ -305,6 +308,12 @@ impl Engine for Postgres {
 
     fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// Every write transaction waits for the ledger's advisory lock in the server's lock
+    /// queue, which grants it in turn as it is released.
+    fn queues_lock_waiters(&self) -> bool {
+        true
     }
 
     fn read(&self, f: &mut dyn FnMut(&mut dyn Read) -> Result<()>) -> Result<()> {
