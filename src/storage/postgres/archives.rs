@@ -304,12 +304,7 @@ impl ArchiveWrites for Tx<'_> {
         if roots.is_empty() {
             return Ok(0);
         }
-        let ids: Vec<String> = self
-            .read
-            .rows(ARCHIVE_TREES, &[&roots, &archive])?
-            .iter()
-            .map(|row| row.try_get("id"))
-            .collect::<std::result::Result<_, _>>()?;
+        let ids: Vec<String> = self.read.column(ARCHIVE_TREES, &[&roots, &archive], "id")?;
         for sql in REMOVE_TREES {
             self.read.execute(sql, &[&ids])?;
         }
@@ -319,12 +314,9 @@ impl ArchiveWrites for Tx<'_> {
     fn remove_trail(&mut self, after: u64, upto: u64) -> Result<u64> {
         let (after, upto) = (int(after), int(upto));
         self.read.execute(REMOVE_CHECKPOINTS, &[&after, &upto])?;
-        let decisions: Vec<i64> = self
-            .read
-            .rows(REMOVE_LOG_AND_RECORDS, &[&after, &upto])?
-            .iter()
-            .map(|row| row.try_get("decision"))
-            .collect::<std::result::Result<_, _>>()?;
+        let decisions: Vec<i64> =
+            self.read
+                .column(REMOVE_LOG_AND_RECORDS, &[&after, &upto], "decision")?;
         if !decisions.is_empty() {
             self.read.execute(REMOVE_DECISIONS, &[&decisions])?;
         }
@@ -332,12 +324,10 @@ impl ArchiveWrites for Tx<'_> {
     }
 
     fn remove_records(&mut self, boundary: u64, limit: u32) -> Result<u64> {
-        let decisions: Vec<i64> = self
-            .read
-            .rows(REMOVE_OLDEST_LOG, &[&int(boundary), &i64::from(limit)])?
-            .iter()
-            .map(|row| row.try_get("decision"))
-            .collect::<std::result::Result<_, _>>()?;
+        let limit = i64::from(limit);
+        let decisions: Vec<i64> =
+            self.read
+                .column(REMOVE_OLDEST_LOG, &[&int(boundary), &limit], "decision")?;
         if !decisions.is_empty() {
             self.read.execute(REMOVE_DECISIONS, &[&decisions])?;
         }

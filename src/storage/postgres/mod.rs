@@ -191,6 +191,16 @@ impl<'c> Conn<'c> {
         })
     }
 
+    /// The column `name` of every row `sql` returns.
+    fn column<T>(&mut self, sql: &'static str, params: Params<'_>, name: &str) -> Result<Vec<T>>
+    where
+        T: for<'a> postgres::types::FromSql<'a>,
+    {
+        let rows = self.rows(sql, params)?;
+        let values = rows.iter().map(|row| row.try_get(name));
+        Ok(values.collect::<std::result::Result<_, _>>()?)
+    }
+
     /// The one row `sql` returns, if any.
     fn row(&mut self, sql: &'static str, params: Params<'_>) -> Result<Option<Row>> {
         self.flush()?;
