@@ -23,21 +23,21 @@ use crate::error::Result;
 use crate::storage::{Storage, Write};
 
 /// How long a batch aims to hold the write lock, and the least time it is then left free.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Pace {
-    pub(super) target: Duration,
-    pub(super) least_pause: Duration,
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    target: Duration,
+    least_pause: Duration,
 }
 
 impl Pace {
     /// For an engine whose lock waiters sleep and try again (SQLite).
-    pub(super) const SLEEPING_WAITERS: Pace = Pace {
+    const SLEEPING_WAITERS: Pace = Pace {
         target: Duration::from_millis(8),
         least_pause: Duration::from_millis(20),
     };
 
     /// For an engine that queues its lock waiters and wakes them in turn (PostgreSQL).
-    pub(super) const QUEUED_WAITERS: Pace = Pace {
+    const QUEUED_WAITERS: Pace = Pace {
         target: Duration::from_millis(12),
         least_pause: Duration::ZERO,
     };
